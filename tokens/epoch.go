@@ -1,0 +1,69 @@
+package tokens
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"unicode"
+	"unicode/utf8"
+)
+
+// MaxResourceLen is the longest resource name, in bytes, that fencegw accepts.
+const MaxResourceLen = 256
+
+// ParseEpoch parses a raw decimal epoch: one or more ASCII digits whose value
+// is a positive int64. Signs, spaces, exponents, fractions and values above
+// 2^63-1 are refused with an error wrapping ErrMalformedToken.
+func ParseEpoch(s string) (int64, error) {
+	if s == "" {
+		return 0, fmt.Errorf("%w: empty epoch", ErrMalformedToken)
+	}
+	if len(s) > 32 {
+		return 0, fmt.Errorf("%w: epoch longer than 32 characters", ErrMalformedToken)
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, fmt.Errorf("%w: epoch %q is not a decimal integer", ErrMalformedToken, s)
+		}
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		if errors.Is(err, strconv.ErrRange) {
+			return 0, fmt.Errorf("%w: epoch %q exceeds 9223372036854775807", ErrMalformedToken, s)
+		}
+		return 0, fmt.Errorf("%w: epoch %q: %w", ErrMalformedToken, s, err)
+	}
+	if v <= 0 {
+		return 0, fmt.Errorf("%w: epoch must be positive, got %d", ErrMalformedToken, v)
+	}
+	return v, nil
+}
+
+// ValidateEpoch reports whether epoch is a legal epoch: a positive int64.
+func ValidateEpoch(epoch int64) error {
+	if epoch <= 0 {
+		return fmt.Errorf("%w: %d is not positive", ErrInvalidEpoch, epoch)
+	}
+	return nil
+}
+
+// ValidateResource reports whether name is a legal resource name: 1 to
+// MaxResourceLen bytes of valid UTF-8 without control or space characters
+// other than the ASCII space.
+func ValidateResource(name string) error {
+	if name == "" {
+		return fmt.Errorf("%w: empty name", ErrInvalidResource)
+	}
+	if len(name) > MaxResourceLen {
+		return fmt.Errorf("%w: longer than %d bytes", ErrInvalidResource, MaxResourceLen)
+	}
+	if !utf8.ValidString(name) {
+		return fmt.Errorf("%w: not valid UTF-8", ErrInvalidResource)
+	}
+	for _, r := range name {
+		if unicode.IsControl(r) || (unicode.IsSpace(r) && r != ' ') {
+			return fmt.Errorf("%w: contains control or space character %U", ErrInvalidResource, r)
+		}
+	}
+	return nil
+}

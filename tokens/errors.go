@@ -1,0 +1,49 @@
+package tokens
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrMissingToken means a write that must be fenced carried no token.
+	ErrMissingToken = errors.New("fencing token missing")
+	// ErrMalformedToken means a token could not be parsed at all.
+	ErrMalformedToken = errors.New("malformed fencing token")
+	// ErrInvalidEpoch means an epoch outside the legal range (a positive int64)
+	// was handed to a store or fence.
+	ErrInvalidEpoch = errors.New("invalid epoch")
+	// ErrInvalidResource means a resource name is empty, too long or holds
+	// characters fencegw does not accept.
+	ErrInvalidResource = errors.New("invalid resource name")
+)
+
+// StaleEpochError reports a write whose epoch is below the resource's
+// high-water mark. Current is the HWM that beat it (a lower bound when it
+// came from a replica's cache; the HWM only grows).
+type StaleEpochError struct {
+	Resource  string
+	Presented int64
+	Current   int64
+}
+
+func (e *StaleEpochError) Error() string {
+	return fmt.Sprintf("stale epoch for %q: presented %d, current %d", e.Resource, e.Presented, e.Current)
+}
+
+// UnavailableError reports that the store could not confirm an operation:
+// the outcome is unknown and the caller must fail closed.
+type UnavailableError struct {
+	Op       string
+	Resource string
+	Err      error
+}
+
+func (e *UnavailableError) Error() string {
+	if e.Resource == "" {
+		return fmt.Sprintf("store unavailable: %s: %v", e.Op, e.Err)
+	}
+	return fmt.Sprintf("store unavailable: %s %q: %v", e.Op, e.Resource, e.Err)
+}
+
+func (e *UnavailableError) Unwrap() error { return e.Err }

@@ -1,0 +1,35 @@
+package tokens
+
+import "context"
+
+// Store keeps the high-water mark (HWM) of every resource: the highest epoch
+// admitted or granted for it. An HWM never decreases, whatever the input and
+// across restarts of the process or of the store.
+//
+// Every method is safe for concurrent use. Errors other than
+// *StaleEpochError and ErrInvalidEpoch/ErrInvalidResource mean the store
+// could not confirm the operation; implementations wrap them in
+// *UnavailableError.
+type Store interface {
+	// Current returns the HWM of resource, or 0 if none was ever recorded.
+	// The read is linearizable: it reflects every Advance that returned
+	// before Current was called.
+	Current(ctx context.Context, resource string) (int64, error)
+
+	// Advance raises the HWM of resource to epoch in one atomic step if
+	// epoch is not below it, and returns the HWM after the call (epoch).
+	// If epoch is below the HWM it changes nothing and returns a
+	// *StaleEpochError whose Current is the HWM. An epoch that is not
+	// positive returns an error wrapping ErrInvalidEpoch.
+	Advance(ctx context.Context, resource string, epoch int64) (int64, error)
+
+	// Ping returns nil while the store can confirm operations.
+	Ping(ctx context.Context) error
+
+	// Exclusive reports whether this process is the store's only writer, in
+	// which case a Fence may treat its cache as the truth.
+	Exclusive() bool
+
+	// Close releases the store's resources.
+	Close() error
+}
