@@ -1,0 +1,157 @@
+// Package boltstore is the embedded tokens.Store: the high-water marks live
+// in one local bbolt file, synced to disk on every change. It needs no
+// service and is the default store. The file is locked while open, so one
+// process at a time owns it; the store is therefore Exclusive, and a Fence
+// over it admits writes at the current epoch from memory.
+package boltstore
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/fencegw/fencegw/tokens"
+)
+
+var bucket = []byte("hwm")
+
+// LockTimeout bounds how long Open waits for another process to release the
+// file before it gives up.
+const LockTimeout = 2 * time.Second
+
+// Store is a tokens.Store over a bbolt file.
+type Store struct {
+	db        *bolt.DB
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ tokens.Store = (*Store)(nil)
+
+// Open opens or creates the store file at path. It fails if another process
+// holds the file open for longer than LockTimeout.
+func Open(path string) (*Store, error) {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: LockTimeout})
+	if err != nil {
+		if errors.Is(err, bolt.ErrTimeout) {
+			return nil, fmt.Errorf("open store %s: file is in use by another process: %w", path, err)
+		}
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		_, err := tx.CreateBucketIfNotExists(bucket)
+		return err
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: create bucket: %w", path, err)
+	}
+	return &Store{db: db}, nil
+}
+
+// Current returns the HWM of resource, or 0 if none was recorded.
+func (s *Store) Current(ctx context.Context, resource string) (int64, error) {
+	if err := tokens.ValidateResource(resource); err != nil {
+		return 0, err
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, &tokens.UnavailableError{Op: "current", Resource: resource, Err: err}
+	}
+	var hwm int64
+	err := s.db.View(func(tx *bolt.Tx) error {
+		var err error
+		hwm, err = get(tx, resource)
+		return err
+	})
+	if err != nil {
+		return 0, &tokens.UnavailableError{Op: "current", Resource: resource, Err: err}
+	}
+	return hwm, nil
+}
+
+// Advance raises the HWM of resource to epoch unless epoch is below it. A
+// raise is committed and synced to disk before Advance returns.
+func (s *Store) Advance(ctx context.Context, resource string, epoch int64) (int64, error) {
+	if err := tokens.ValidateResource(resource); err != nil {
+		return 0, err
+	}
+	if err := tokens.ValidateEpoch(epoch); err != nil {
+		return 0, err
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, &tokens.UnavailableError{Op: "advance", Resource: resource, Err: err}
+	}
+	// Most calls do not raise the HWM; answer them without a write.
+	current, err := s.Current(ctx, resource)
+	if err != nil {
+		return 0, err
+	}
+	if epoch < current {
+		return 0, &tokens.StaleEpochError{Resource: resource, Presented: epoch, Current: current}
+	}
+	if epoch == current {
+		return epoch, nil
+	}
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		cur, err := get(tx, resource)
+		if err != nil {
+			return err
+		}
+		if epoch < cur {
+			return &tokens.StaleEpochError{Resource: resource, Presented: epoch, Current: cur}
+		}
+		var v [8]byte
+		binary.BigEndian.PutUint64(v[:], uint64(epoch))
+		return tx.Bucket(bucket).Put([]byte(resource), v[:])
+	})
+	var stale *tokens.StaleEpochError
+	if errors.As(err, &stale) {
+		return 0, stale
+	}
+	if err != nil {
+		return 0, &tokens.UnavailableError{Op: "advance", Resource: resource, Err: err}
+	}
+	return epoch, nil
+}
+
+// get reads resource's HWM in tx. A value that is not 8 bytes encoding a
+// positive int64 is corruption and an error, never 0.
+func get(tx *bolt.Tx, resource string) (int64, error) {
+	v := tx.Bucket(bucket).Get([]byte(resource))
+	if v == nil {
+		return 0, nil
+	}
+	if len(v) != 8 {
+		return 0, fmt.Errorf("corrupt HWM for %q: %d bytes", resource, len(v))
+	}
+	e := int64(binary.BigEndian.Uint64(v))
+	if e <= 0 {
+		return 0, fmt.Errorf("corrupt HWM for %q: %d", resource, e)
+	}
+	return e, nil
+}
+
+// Ping returns nil while the file is open.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return &tokens.UnavailableError{Op: "ping", Err: err}
+	}
+	if err := s.db.View(func(*bolt.Tx) error { return nil }); err != nil {
+		return &tokens.UnavailableError{Op: "ping", Err: err}
+	}
+	return nil
+}
+
+// Exclusive reports true: the file lock makes this process its only writer.
+func (s *Store) Exclusive() bool { return true }
+
+// Close closes the file. Later calls return the first call's result.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() { s.closeErr = s.db.Close() })
+	return s.closeErr
+}

@@ -1,0 +1,238 @@
+package tokens_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/fencegw/fencegw/tokens"
+	"github.com/fencegw/fencegw/tokens/boltstore"
+)
+
+// observedStore wraps a real store to count calls, to pretend it is shared,
+// to hold reads at a gate and to fail on demand.
+type observedStore struct {
+	tokens.Store
+	shared   bool
+	currents atomic.Int64
+	advances atomic.Int64
+	down     atomic.Bool
+	gate     chan struct{} // when non-nil, Current waits for a receive
+}
+
+func (s *observedStore) Exclusive() bool { return !s.shared && s.Store.Exclusive() }
+
+func (s *observedStore) Current(ctx context.Context, r string) (int64, error) {
+	s.currents.Add(1)
+	if s.gate != nil {
+		<-s.gate
+	}
+	if s.down.Load() {
+		return 0, &tokens.UnavailableError{Op: "current", Err: errors.New("down")}
+	}
+	return s.Store.Current(ctx, r)
+}
+
+func (s *observedStore) Advance(ctx context.Context, r string, e int64) (int64, error) {
+	s.advances.Add(1)
+	if s.down.Load() {
+		return 0, &tokens.UnavailableError{Op: "advance", Err: errors.New("down")}
+	}
+	return s.Store.Advance(ctx, r, e)
+}
+
+func newObserved(t *testing.T, shared bool) *observedStore {
+	t.Helper()
+	s, err := boltstore.Open(filepath.Join(t.TempDir(), "fence.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return &observedStore{Store: s, shared: shared}
+}
+
+func admitted(t *testing.T, f *tokens.Fence, r string, e int64) {
+	t.Helper()
+	if err := f.Admit(context.Background(), r, e); err != nil {
+		t.Fatalf("Admit(%q, %d) = %v, want admitted", r, e, err)
+	}
+}
+
+func refused(t *testing.T, f *tokens.Fence, r string, e, current int64) {
+	t.Helper()
+	err := f.Admit(context.Background(), r, e)
+	var stale *tokens.StaleEpochError
+	if !errors.As(err, &stale) || stale.Current != current || stale.Presented != e || stale.Resource != r {
+		t.Fatalf("Admit(%q, %d) = %v, want stale with current %d", r, e, err, current)
+	}
+}
+
+func TestFenceExclusiveAnswersFromMemory(t *testing.T) {
+	s := newObserved(t, false)
+	f := tokens.NewFence(s, tokens.FenceOptions{})
+	admitted(t, f, "r", 1)
+	admitted(t, f, "r", 2)
+	for i := 0; i < 100; i++ {
+		admitted(t, f, "r", 2)
+		refused(t, f, "r", 1, 2)
+	}
+	if c, a := s.currents.Load(), s.advances.Load(); c != 1 || a != 2 {
+		t.Fatalf("store calls: %d reads, %d advances; want 1 load and 2 advances", c, a)
+	}
+	// The cache is authoritative for an exclusive store, so the current
+	// epoch is admitted even while the store is failing, but a raise is not.
+	s.down.Store(true)
+	admitted(t, f, "r", 2)
+	var unavailable *tokens.UnavailableError
+	if err := f.Admit(context.Background(), "r", 3); !errors.As(err, &unavailable) {
+		t.Fatalf("Admit(3) with store down = %v, want *UnavailableError", err)
+	}
+	s.down.Store(false)
+	admitted(t, f, "r", 3)
+}
+
+func TestFenceSharedConfirmsWithStore(t *testing.T) {
+	s := newObserved(t, true)
+	f := tokens.NewFence(s, tokens.FenceOptions{})
+	admitted(t, f, "r", 5)
+	admitted(t, f, "r", 5)
+	if s.currents.Load() != 1 {
+		t.Fatalf("equal epoch confirmed with %d reads, want 1", s.currents.Load())
+	}
+	// Stale against the cache: refused without a store call.
+	before := s.currents.Load() + s.advances.Load()
+	refused(t, f, "r", 4, 5)
+	if after := s.currents.Load() + s.advances.Load(); after != before {
+		t.Fatalf("stale write cost %d store calls, want 0", after-before)
+	}
+	// Another replica raises the HWM behind this fence's back.
+	if _, err := s.Store.Advance(context.Background(), "r", 9); err != nil {
+		t.Fatal(err)
+	}
+	refused(t, f, "r", 5, 9)
+	if f.Cached("r") != 9 {
+		t.Fatalf("cache = %d after learning 9", f.Cached("r"))
+	}
+	refused(t, f, "r", 8, 9)
+	admitted(t, f, "r", 9)
+}
+
+func TestFenceSharedFailsClosed(t *testing.T) {
+	s := newObserved(t, true)
+	f := tokens.NewFence(s, tokens.FenceOptions{})
+	admitted(t, f, "r", 5)
+	s.down.Store(true)
+	for _, e := range []int64{5, 6} {
+		var unavailable *tokens.UnavailableError
+		if err := f.Admit(context.Background(), "r", e); !errors.As(err, &unavailable) {
+			t.Fatalf("Admit(%d) with store down = %v, want *UnavailableError", e, err)
+		}
+	}
+	// Stale is still known from memory.
+	refused(t, f, "r", 4, 5)
+	s.down.Store(false)
+	admitted(t, f, "r", 6)
+}
+
+func TestFenceCoalescesConfirmations(t *testing.T) {
+	s := newObserved(t, true)
+	f := tokens.NewFence(s, tokens.FenceOptions{})
+	admitted(t, f, "r", 3)
+	s.currents.Store(0)
+	s.gate = make(chan struct{})
+	const n = 50
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- f.Admit(context.Background(), "r", 3)
+		}()
+	}
+	// Release reads until every request is answered; count how many it took.
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	for released := false; !released; {
+		select {
+		case s.gate <- struct{}{}:
+		case <-done:
+			released = true
+		}
+	}
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("Admit: %v", err)
+		}
+	}
+	if c := s.currents.Load(); c >= n {
+		t.Fatalf("%d requests made %d store reads; want them coalesced", n, c)
+	}
+	t.Logf("%d concurrent confirmations took %d store reads", n, s.currents.Load())
+}
+
+func TestFenceBeyondCacheStaysCorrect(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		t.Run(fmt.Sprintf("shared=%v", shared), func(t *testing.T) {
+			s := newObserved(t, shared)
+			f := tokens.NewFence(s, tokens.FenceOptions{MaxCached: 1})
+			admitted(t, f, "cached", 2)
+			admitted(t, f, "uncached", 2)
+			admitted(t, f, "uncached", 3)
+			admitted(t, f, "uncached", 3)
+			refused(t, f, "uncached", 2, 3)
+			if got, err := f.Current(context.Background(), "uncached"); err != nil || got != 3 {
+				t.Fatalf("Current = %d, %v", got, err)
+			}
+		})
+	}
+}
+
+func TestFenceRejectsInvalidInput(t *testing.T) {
+	f := tokens.NewFence(newObserved(t, false), tokens.FenceOptions{})
+	if err := f.Admit(context.Background(), "r", 0); !errors.Is(err, tokens.ErrInvalidEpoch) {
+		t.Fatalf("Admit(0) = %v", err)
+	}
+	if err := f.Admit(context.Background(), "", 1); !errors.Is(err, tokens.ErrInvalidResource) {
+		t.Fatalf("Admit(\"\") = %v", err)
+	}
+}
+
+func TestFenceConcurrentNeverAdmitsBelowCompleted(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		t.Run(fmt.Sprintf("shared=%v", shared), func(t *testing.T) {
+			f := tokens.NewFence(newObserved(t, shared), tokens.FenceOptions{})
+			// completed holds the highest epoch whose admission returned.
+			var completed atomic.Int64
+			var wg sync.WaitGroup
+			for w := 0; w < 8; w++ {
+				wg.Add(1)
+				go func(w int) {
+					defer wg.Done()
+					for i := 1; i <= 200; i++ {
+						e := int64(i*8 + w%3)
+						floor := completed.Load()
+						err := f.Admit(context.Background(), "r", e)
+						if err == nil {
+							if e < floor {
+								t.Errorf("admitted %d after %d had been admitted", e, floor)
+							}
+							raiseTo(&completed, e)
+						}
+					}
+				}(w)
+			}
+			wg.Wait()
+		})
+	}
+}
+
+func raiseTo(v *atomic.Int64, h int64) {
+	for old := v.Load(); h > old && !v.CompareAndSwap(old, h); old = v.Load() {
+	}
+}
