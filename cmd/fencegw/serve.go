@@ -1,0 +1,193 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/fencegw/fencegw/config"
+	"github.com/fencegw/fencegw/gateway"
+	"github.com/fencegw/fencegw/policy"
+	"github.com/fencegw/fencegw/tokens"
+)
+
+// routeFlags collects repeated --route PREFIX=UPSTREAM flags.
+type routeFlags []config.Route
+
+func (r *routeFlags) String() string { return fmt.Sprint(len(*r), " routes") }
+
+func (r *routeFlags) Set(v string) error {
+	prefix, upstream, ok := strings.Cut(v, "=")
+	if !ok || prefix == "" || upstream == "" {
+		return errors.New("want PREFIX=UPSTREAM, e.g. /email/=http://127.0.0.1:9000")
+	}
+	*r = append(*r, config.Route{Prefix: prefix, Upstream: upstream, Tokens: string(policy.TokensRaw)})
+	return nil
+}
+
+// loadServeConfig builds the configuration from the file (if any) and the
+// flags, which override it, and validates the result.
+func loadServeConfig(args []string, stderr io.Writer) (config.Config, error) {
+	fs := flag.NewFlagSet("fencegw serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		file      = fs.String("config", "", "YAML configuration `file`")
+		listen    = fs.String("listen", "", "proxy listen `address` (default 127.0.0.1:8080)")
+		apiListen = fs.String("api-listen", "", "control API listen `address` (default 127.0.0.1:8081)")
+		store     = fs.String("store", "", "store: a file `path`, postgres://… or etcd://host:port (default fencegw.db)")
+		logLevel  = fs.String("log-level", "", "log `level`: debug, info, warn, error")
+		logFormat = fs.String("log-format", "", "log `format`: json or text")
+		routes    routeFlags
+	)
+	fs.Var(&routes, "route", "add a route with raw tokens, `PREFIX=UPSTREAM`; the resource comes from the Fencing-Resource header (repeatable)")
+	if err := fs.Parse(args); err != nil {
+		return config.Config{}, err
+	}
+	if fs.NArg() > 0 {
+		return config.Config{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	c := config.Default()
+	if *file != "" {
+		var err error
+		if c, err = loadFile(*file); err != nil {
+			return config.Config{}, err
+		}
+	}
+	for dst, v := range map[*string]string{&c.Listen: *listen, &c.APIListen: *apiListen, &c.Store: *store,
+		&c.LogLevel: *logLevel, &c.LogFormat: *logFormat} {
+		if v != "" {
+			*dst = v
+		}
+	}
+	c.Routes = append(c.Routes, routes...)
+	if err := c.Validate(); err != nil {
+		return config.Config{}, err
+	}
+	return c, nil
+}
+
+func loadFile(path string) (config.Config, error) {
+	data, err := readFile(path)
+	if err != nil {
+		return config.Config{}, err
+	}
+	c, err := config.Parse(data)
+	if err != nil {
+		return config.Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+// serve runs the gateway until ctx is done, then drains in-flight requests.
+func serve(ctx context.Context, args []string, stderr io.Writer) int {
+	c, err := loadServeConfig(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "fencegw: invalid configuration:\n%s\n", indent(err.Error()))
+		return 2
+	}
+	log := newLogger(stderr, c.LogLevel, c.LogFormat)
+	if err := runGateway(ctx, c, log); err != nil {
+		log.Error("fencegw stopped", "error", err.Error())
+		return 1
+	}
+	return 0
+}
+
+func indent(s string) string { return "  " + strings.ReplaceAll(s, "\n", "\n  ") }
+
+func runGateway(ctx context.Context, c config.Config, log *slog.Logger) error {
+	routes, err := c.PolicyRoutes()
+	if err != nil {
+		return err
+	}
+	table, err := policy.NewTable(routes)
+	if err != nil {
+		return err
+	}
+	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	store, err := openStore(openCtx, c.Store)
+	cancel()
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+
+	proxyLn, err := net.Listen("tcp", c.Listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	apiLn, err := net.Listen("tcp", c.APIListen)
+	if err != nil {
+		proxyLn.Close()
+		return fmt.Errorf("api_listen: %w", err)
+	}
+
+	fence := tokens.NewFence(store, tokens.FenceOptions{StoreTimeout: c.StoreTimeout.D()})
+	transport := gateway.NewTransport(gateway.TransportOptions{
+		DialTimeout:           c.UpstreamDialTimeout.D(),
+		ResponseHeaderTimeout: c.UpstreamResponseHeaderTimeout.D(),
+	})
+	defer transport.CloseIdleConnections()
+	proxy := newServer(c, gateway.New(gateway.Options{Routes: gateway.NewRoutes(table), Fence: fence,
+		Transport: transport, Logger: log, MaxBodyBytes: c.MaxBodyBytes}), log)
+	api := newServer(c, gateway.NewControlAPI(gateway.ControlOptions{Fence: fence, Logger: log}), log)
+
+	errc := make(chan error, 2)
+	go func() { errc <- serveOn(proxy, proxyLn) }()
+	go func() { errc <- serveOn(api, apiLn) }()
+	log.Info("fencegw serving", "listen", proxyLn.Addr().String(), "api_listen", apiLn.Addr().String(),
+		"store", string(config.KindOf(c.Store)), "routes", len(routes), "version", version)
+
+	select {
+	case err := <-errc:
+		proxy.Close()
+		api.Close()
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: draining in-flight requests", "timeout", c.ShutdownTimeout.D().String())
+	drainCtx, cancelDrain := context.WithTimeout(context.Background(), c.ShutdownTimeout.D())
+	defer cancelDrain()
+	perr, aerr := shutdownBoth(drainCtx, proxy, api)
+	if err := errors.Join(perr, aerr); err != nil {
+		return fmt.Errorf("drain: %w", err)
+	}
+	log.Info("fencegw stopped cleanly")
+	return nil
+}
+
+func newServer(c config.Config, h http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: c.ReadHeaderTimeout.D(),
+		IdleTimeout:       c.IdleTimeout.D(),
+		MaxHeaderBytes:    c.MaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+}
+
+func serveOn(s *http.Server, ln net.Listener) error {
+	if err := s.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// shutdownBoth drains both servers at once: the proxy's in-flight writes and
+// the control API's calls.
+func shutdownBoth(ctx context.Context, proxy, api *http.Server) (error, error) {
+	done := make(chan error, 1)
+	go func() { done <- api.Shutdown(ctx) }()
+	perr := proxy.Shutdown(ctx)
+	return perr, <-done
+}

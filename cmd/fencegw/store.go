@@ -1,0 +1,45 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/fencegw/fencegw/config"
+	"github.com/fencegw/fencegw/tokens"
+	"github.com/fencegw/fencegw/tokens/boltstore"
+	"github.com/fencegw/fencegw/tokens/etcdstore"
+	"github.com/fencegw/fencegw/tokens/pgstore"
+)
+
+// openStore opens the store a config's store setting names.
+func openStore(ctx context.Context, store string) (tokens.Store, error) {
+	switch config.KindOf(store) {
+	case config.StorePostgres:
+		s, err := pgstore.Open(ctx, store)
+		if err != nil {
+			return nil, fmt.Errorf("open postgres store: %w", err)
+		}
+		return s, nil
+	case config.StoreEtcd:
+		o, err := etcdstore.ParseURL(store)
+		if err != nil {
+			return nil, fmt.Errorf("store: %w", err)
+		}
+		s, err := etcdstore.Open(ctx, o)
+		if err != nil {
+			return nil, fmt.Errorf("open etcd store: %w", err)
+		}
+		return s, nil
+	default:
+		return boltstore.Open(store)
+	}
+}
+
+func readFile(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	return b, nil
+}

@@ -1,0 +1,122 @@
+// Package config reads fencegw's YAML configuration: Default, then Parse
+// (unknown keys are errors), then Validate, whose every error names the
+// field it is about.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Config is the whole configuration of `fencegw serve`.
+type Config struct {
+	// Listen is the proxy's address.
+	Listen string `yaml:"listen"`
+	// APIListen is the control API's address; it must differ from Listen.
+	APIListen string `yaml:"api_listen"`
+	// Store is where high-water marks live: a file path (embedded),
+	// postgres://… or etcd://host:port[,host:port…].
+	Store string `yaml:"store"`
+	// StoreTimeout bounds every store call made for a request.
+	StoreTimeout Duration `yaml:"store_timeout"`
+	// ShutdownTimeout bounds the drain of in-flight requests on SIGTERM.
+	ShutdownTimeout Duration `yaml:"shutdown_timeout"`
+	// ReadHeaderTimeout bounds reading a request's headers.
+	ReadHeaderTimeout Duration `yaml:"read_header_timeout"`
+	// IdleTimeout closes idle client keep-alive connections.
+	IdleTimeout Duration `yaml:"idle_timeout"`
+	// UpstreamDialTimeout bounds connecting to an upstream.
+	UpstreamDialTimeout Duration `yaml:"upstream_dial_timeout"`
+	// UpstreamResponseHeaderTimeout bounds the wait for an upstream's answer.
+	UpstreamResponseHeaderTimeout Duration `yaml:"upstream_response_header_timeout"`
+	// MaxBodyBytes caps request bodies (0: no cap).
+	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// MaxHeaderBytes caps request headers.
+	MaxHeaderBytes int `yaml:"max_header_bytes"`
+	// LogLevel is debug, info, warn or error.
+	LogLevel string `yaml:"log_level"`
+	// LogFormat is json or text.
+	LogFormat string `yaml:"log_format"`
+	// Routes are the proxied paths.
+	Routes []Route `yaml:"routes"`
+}
+
+// Route is one proxied path prefix.
+type Route struct {
+	// Name identifies the route in logs; the prefix when empty.
+	Name string `yaml:"name"`
+	// Host restricts the route to one request host.
+	Host string `yaml:"host"`
+	// Prefix is the path prefix, starting with "/".
+	Prefix string `yaml:"prefix"`
+	// Upstream is an absolute http(s) URL.
+	Upstream string `yaml:"upstream"`
+	// StripPrefix removes Prefix from the path sent upstream.
+	StripPrefix bool `yaml:"strip_prefix"`
+	// Tokens is the accepted token kind: raw.
+	Tokens string `yaml:"tokens"`
+	// Resource names the fenced resource: literal text with {segment:N}
+	// and {header:Name} placeholders. Empty: the Fencing-Resource header.
+	Resource string `yaml:"resource"`
+	// Methods are the fenced methods; POST, PUT, PATCH, DELETE when empty.
+	Methods []string `yaml:"methods"`
+}
+
+// Default returns the configuration used where the file says nothing.
+func Default() Config {
+	return Config{
+		Listen:                        "127.0.0.1:8080",
+		APIListen:                     "127.0.0.1:8081",
+		Store:                         "fencegw.db",
+		StoreTimeout:                  Duration(2 * time.Second),
+		ShutdownTimeout:               Duration(30 * time.Second),
+		ReadHeaderTimeout:             Duration(10 * time.Second),
+		IdleTimeout:                   Duration(120 * time.Second),
+		UpstreamDialTimeout:           Duration(5 * time.Second),
+		UpstreamResponseHeaderTimeout: Duration(30 * time.Second),
+		MaxBodyBytes:                  10 << 20,
+		MaxHeaderBytes:                64 << 10,
+		LogLevel:                      "info",
+		LogFormat:                     "json",
+	}
+}
+
+// Parse reads YAML over Default. Unknown keys, wrong types and trailing
+// documents are errors. Parse does not validate; call Validate.
+func Parse(data []byte) (Config, error) {
+	c := Default()
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil {
+		if errors.Is(err, errEOF) {
+			return c, nil // an empty file: all defaults
+		}
+		return Config{}, fmt.Errorf("parse config: %w", err)
+	}
+	var extra any
+	if err := dec.Decode(&extra); err == nil {
+		return Config{}, errors.New("parse config: more than one YAML document")
+	}
+	return c, nil
+}
+
+// Load reads, parses and validates the file at path.
+func Load(path string) (Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("read config: %w", err)
+	}
+	c, err := Parse(data)
+	if err != nil {
+		return Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}

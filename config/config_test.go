@@ -1,0 +1,127 @@
+package config_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fencegw/fencegw/config"
+)
+
+const good = `
+listen: "127.0.0.1:8080"
+api_listen: "127.0.0.1:8081"
+store: "fencegw.db"
+store_timeout: 3s
+routes:
+  - prefix: "/email/"
+    upstream: "http://127.0.0.1:9000"
+    tokens: raw
+    resource: "invoice-sweeper"
+  - prefix: "/tenants/"
+    host: api.example.com
+    upstream: "https://mail.example.com/v1"
+    resource: "tenant-{segment:1}"
+    methods: [POST, GET]
+    strip_prefix: true
+`
+
+func TestParseGood(t *testing.T) {
+	c, err := config.Parse([]byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if c.StoreTimeout.D() != 3*time.Second || c.ShutdownTimeout.D() != 30*time.Second {
+		t.Fatalf("durations: %v %v", c.StoreTimeout.D(), c.ShutdownTimeout.D())
+	}
+	routes, err := c.PolicyRoutes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(routes) != 2 || routes[1].Upstream.Host != "mail.example.com" || !routes[1].Fenced("GET") || routes[0].Fenced("GET") {
+		t.Fatalf("routes = %+v", routes)
+	}
+}
+
+func TestValidationNamesTheField(t *testing.T) {
+	cases := map[string]string{
+		"listen: nope":                   "listen: not a host:port",
+		"api_listen: \"127.0.0.1:8080\"": "api_listen: must differ from listen",
+		"store: \"redis://x\"":           "store: unknown store URL scheme",
+		"store: \"\"":                    "store: required",
+		"store_timeout: 0s":              "store_timeout: must be a positive duration",
+		"log_level: loud":                "log_level: must be",
+		"routes: []":                     "routes: at least one route is required",
+		"routes: [{prefix: email, upstream: \"http://a\"}]":                                      "routes[0].prefix: must start with /",
+		"routes: [{prefix: /a/, upstream: \"ftp://a\"}]":                                         "routes[0].upstream: not an absolute http(s) URL",
+		"routes: [{prefix: /a/, upstream: \"http://a\"}, {prefix: /b/, upstream: \"/rel\"}]":     "routes[1].upstream: not an absolute http(s) URL",
+		"routes: [{prefix: /a/, upstream: \"http://a\", tokens: jwt}]":                           "routes[0].tokens: must be raw",
+		"routes: [{prefix: /a/, upstream: \"http://a\", resource: \"x{\"}]":                      "routes[0].resource: unclosed",
+		"routes: [{prefix: /a/, upstream: \"http://a\", methods: [post]}]":                       "routes[0].methods[0]: \"post\" is not an HTTP method",
+		"routes: [{prefix: /a/, upstream: \"http://a\"}, {prefix: /a/, upstream: \"http://b\"}]": "routes[1].prefix: routes[0] already serves",
+		"routes: [{prefix: /a/../b/, upstream: \"http://a\"}]":                                   "routes[0].prefix:",
+	}
+	for yml, want := range cases {
+		doc := yml
+		if !strings.HasPrefix(yml, "routes") {
+			doc = yml + "\nroutes: [{prefix: /a/, upstream: \"http://127.0.0.1:9\"}]"
+		}
+		c, err := config.Parse([]byte(doc))
+		if err == nil {
+			err = c.Validate()
+		}
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s\n  got  %v\n  want %q", yml, err, want)
+			continue
+		}
+		var fe *config.FieldError
+		if !errors.As(err, &fe) {
+			t.Errorf("%s: error %v is not a *FieldError", yml, err)
+		}
+	}
+}
+
+func TestParseRefusesUnknownAndMalformed(t *testing.T) {
+	for yml, want := range map[string]string{
+		"lisen: x":                  "field lisen not found",
+		"routes: [{prefx: /a/}]":    "field prefx not found",
+		"store_timeout: soon":       "is not a duration",
+		"max_body_bytes: lots":      "cannot unmarshal",
+		"a: 1\n---\nb: 2":           "field a not found",
+		"listen: x\n---\nlisten: y": "more than one YAML document",
+	} {
+		_, err := config.Parse([]byte(yml))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: got %v, want %q", yml, err, want)
+		}
+	}
+	if c, err := config.Parse(nil); err != nil || c.Listen != "127.0.0.1:8080" {
+		t.Errorf("empty file: %+v, %v", c, err)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(good))
+	f.Add([]byte("routes: [{prefix: /a/, upstream: \"http://a\"}]"))
+	f.Add([]byte("store_timeout: 1h\nmax_body_bytes: -1"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := config.Parse(data)
+		if err != nil {
+			return
+		}
+		if err := c.Validate(); err != nil {
+			var fe *config.FieldError
+			if !errors.As(err, &fe) {
+				t.Fatalf("validation error %v names no field", err)
+			}
+			return
+		}
+		if _, err := c.PolicyRoutes(); err != nil {
+			t.Fatalf("valid config gives no routes: %v", err)
+		}
+	})
+}

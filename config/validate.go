@@ -1,0 +1,195 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+
+	"github.com/fencegw/fencegw/policy"
+)
+
+// FieldError is a validation error about one field, named by its path in
+// the file ("routes[1].upstream").
+type FieldError struct {
+	Field string
+	Msg   string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
+
+// Validate checks every field and returns all problems joined, each a
+// *FieldError.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, &FieldError{Field: field, Msg: fmt.Sprintf(format, args...)})
+	}
+	if err := checkAddr(c.Listen); err != nil {
+		bad("listen", "%v", err)
+	}
+	if err := checkAddr(c.APIListen); err != nil {
+		bad("api_listen", "%v", err)
+	}
+	if c.Listen != "" && c.Listen == c.APIListen {
+		bad("api_listen", "must differ from listen (%s)", c.Listen)
+	}
+	if err := CheckStore(c.Store); err != nil {
+		bad("store", "%v", err)
+	}
+	for name, d := range map[string]Duration{
+		"store_timeout": c.StoreTimeout, "shutdown_timeout": c.ShutdownTimeout,
+		"read_header_timeout": c.ReadHeaderTimeout, "idle_timeout": c.IdleTimeout,
+		"upstream_dial_timeout": c.UpstreamDialTimeout, "upstream_response_header_timeout": c.UpstreamResponseHeaderTimeout,
+	} {
+		if d <= 0 {
+			bad(name, "must be a positive duration, got %s", d.D())
+		}
+	}
+	if c.MaxBodyBytes < 0 {
+		bad("max_body_bytes", "must not be negative")
+	}
+	if c.MaxHeaderBytes < 1024 {
+		bad("max_header_bytes", "must be at least 1024, got %d", c.MaxHeaderBytes)
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		bad("log_level", "must be debug, info, warn or error, got %q", c.LogLevel)
+	}
+	switch c.LogFormat {
+	case "json", "text":
+	default:
+		bad("log_format", "must be json or text, got %q", c.LogFormat)
+	}
+	if len(c.Routes) == 0 {
+		bad("routes", "at least one route is required")
+	}
+	seen := map[string]int{}
+	for i, r := range c.Routes {
+		errs = append(errs, r.validate(fmt.Sprintf("routes[%d]", i))...)
+		key := strings.ToLower(r.Host) + " " + r.Prefix
+		if j, dup := seen[key]; dup {
+			bad(fmt.Sprintf("routes[%d].prefix", i), "routes[%d] already serves host %q and prefix %q", j, r.Host, r.Prefix)
+		}
+		seen[key] = i
+	}
+	return errors.Join(errs...)
+}
+
+func (r *Route) validate(at string) []error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, &FieldError{Field: at + "." + field, Msg: fmt.Sprintf(format, args...)})
+	}
+	if r.Prefix == "" || r.Prefix[0] != '/' {
+		bad("prefix", "must start with /, got %q", r.Prefix)
+	} else if err := policy.CheckPath(r.Prefix); err != nil {
+		bad("prefix", "%q has empty, . or .. segments", r.Prefix)
+	}
+	if _, err := ParseUpstream(r.Upstream); err != nil {
+		bad("upstream", "%v", err)
+	}
+	switch r.Tokens {
+	case "", string(policy.TokensRaw):
+	default:
+		bad("tokens", "must be raw, got %q", r.Tokens)
+	}
+	if r.Resource != "" {
+		if _, err := policy.ParseTemplate(r.Resource); err != nil {
+			bad("resource", "%v", err)
+		}
+	}
+	if strings.ContainsAny(r.Host, "/:@ ") {
+		bad("host", "must be a bare host name, got %q", r.Host)
+	}
+	for j, m := range r.Methods {
+		if !isMethod(m) {
+			bad(fmt.Sprintf("methods[%d]", j), "%q is not an HTTP method", m)
+		}
+	}
+	return errs
+}
+
+// ParseUpstream parses an upstream URL: absolute http or https, with a host,
+// without query, fragment or user info.
+func ParseUpstream(s string) (*url.URL, error) {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("not an absolute http(s) URL: %q", s)
+	}
+	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return nil, fmt.Errorf("must not carry a query, fragment or user info: %q", s)
+	}
+	return u, nil
+}
+
+func checkAddr(a string) error {
+	if a == "" {
+		return errors.New("required (host:port)")
+	}
+	if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
+		return fmt.Errorf("not a host:port address: %q", a)
+	}
+	return nil
+}
+
+func isMethod(m string) bool {
+	if m == "" || strings.ToUpper(m) != m {
+		return false
+	}
+	for i := 0; i < len(m); i++ {
+		if m[i] < 'A' || m[i] > 'Z' {
+			return false
+		}
+	}
+	return true
+}
+
+// StoreKind names a store backend.
+type StoreKind string
+
+// The store backends.
+const (
+	StoreEmbedded StoreKind = "embedded"
+	StorePostgres StoreKind = "postgres"
+	StoreEtcd     StoreKind = "etcd"
+)
+
+// KindOf returns the backend a store setting selects.
+func KindOf(store string) StoreKind {
+	switch {
+	case strings.HasPrefix(store, "postgres://"), strings.HasPrefix(store, "postgresql://"):
+		return StorePostgres
+	case strings.HasPrefix(store, "etcd://"), strings.HasPrefix(store, "etcd+https://"):
+		return StoreEtcd
+	default:
+		return StoreEmbedded
+	}
+}
+
+// CheckStore checks the store setting's syntax.
+func CheckStore(store string) error {
+	if store == "" {
+		return errors.New("required: a file path, postgres://… or etcd://host:port")
+	}
+	if KindOf(store) == StoreEmbedded && strings.Contains(store, "://") {
+		return fmt.Errorf("unknown store URL scheme in %q: want a file path, postgres:// or etcd://", redact(store))
+	}
+	if KindOf(store) == StorePostgres {
+		if _, err := url.Parse(store); err != nil {
+			return fmt.Errorf("not a postgres URL: %q", redact(store))
+		}
+	}
+	return nil
+}
+
+// redact hides a password in a URL for messages.
+func redact(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
+}

@@ -1,0 +1,41 @@
+package gateway
+
+import (
+	"context"
+
+	"github.com/fencegw/fencegw/policy"
+)
+
+type ctxKey int
+
+const (
+	routeKey ctxKey = iota
+	admissionKey
+)
+
+// Admission records an admitted fenced request.
+type Admission struct {
+	Resource string
+	Epoch    int64
+	Holder   string
+}
+
+// RouteFrom returns the route the request matched, if any.
+func RouteFrom(ctx context.Context) (*policy.Route, bool) {
+	r, ok := ctx.Value(routeKey).(*policy.Route)
+	return r, ok
+}
+
+// AdmissionFrom returns the request's admission, if it was fenced and admitted.
+func AdmissionFrom(ctx context.Context) (Admission, bool) {
+	a, ok := ctx.Value(admissionKey).(Admission)
+	return a, ok
+}
+
+func withRoute(ctx context.Context, r *policy.Route) context.Context {
+	return context.WithValue(ctx, routeKey, r)
+}
+
+func withAdmission(ctx context.Context, a Admission) context.Context {
+	return context.WithValue(ctx, admissionKey, a)
+}

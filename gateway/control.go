@@ -1,0 +1,110 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/fencegw/fencegw/tokens"
+)
+
+// ControlOptions assemble the control API.
+type ControlOptions struct {
+	Fence  *tokens.Fence
+	Logger *slog.Logger
+	// ReadyTimeout bounds the store check behind /readyz (default 2s).
+	ReadyTimeout time.Duration
+}
+
+// NewControlAPI returns the control API handler, served on its own listener:
+//
+//	GET /healthz               200 while the process runs
+//	GET /readyz                200 while the store answers, 503 otherwise
+//	GET /v1/fences/{resource}  the resource's current epoch
+func NewControlAPI(o ControlOptions) http.Handler {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.ReadyTimeout <= 0 {
+		o.ReadyTimeout = 2 * time.Second
+	}
+	c := &control{ControlOptions: o}
+	r := chi.NewRouter()
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		writeProblem(w, Problem{Type: TypeNotFound, Title: "Not found", Status: http.StatusNotFound,
+			Detail: "no control API endpoint at " + r.URL.Path})
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		writeProblem(w, Problem{Type: TypeMethodNotAllowed, Title: "Method not allowed", Status: http.StatusMethodNotAllowed,
+			Detail: r.Method + " is not allowed on " + r.URL.Path})
+	})
+	r.Get("/healthz", c.healthz)
+	r.Get("/readyz", c.readyz)
+	r.Get("/v1/fences/{resource}", c.getFence)
+	return r
+}
+
+type control struct {
+	ControlOptions
+}
+
+func (c *control) healthz(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (c *control) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), c.ReadyTimeout)
+	defer cancel()
+	if err := c.Fence.Store().Ping(ctx); err != nil {
+		c.Logger.LogAttrs(r.Context(), slog.LevelWarn, "not ready", slog.String("error", err.Error()))
+		writeProblem(w, Problem{Type: TypeStoreUnavailable, Title: "Fencing store unavailable",
+			Status: http.StatusServiceUnavailable, Detail: "the store does not answer", retryAfter: 1})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// FenceState is the body of GET /v1/fences/{resource}.
+type FenceState struct {
+	Resource string `json:"resource"`
+	Epoch    int64  `json:"epoch"`
+}
+
+func (c *control) getFence(w http.ResponseWriter, r *http.Request) {
+	resource, err := url.PathUnescape(chi.URLParam(r, "resource"))
+	if err == nil {
+		err = tokens.ValidateResource(resource)
+	}
+	if err != nil {
+		writeProblem(w, Problem{Type: TypeBadResource, Title: "Invalid resource name", Status: http.StatusBadRequest,
+			Detail: err.Error()})
+		return
+	}
+	epoch, err := c.Fence.Current(r.Context(), resource)
+	if err != nil {
+		if errors.Is(err, tokens.ErrInvalidResource) {
+			writeProblem(w, Problem{Type: TypeBadResource, Title: "Invalid resource name", Status: http.StatusBadRequest,
+				Detail: err.Error()})
+			return
+		}
+		c.Logger.LogAttrs(r.Context(), slog.LevelWarn, "read fence failed", slog.String("resource", resource),
+			slog.String("error", err.Error()))
+		writeProblem(w, Problem{Type: TypeStoreUnavailable, Title: "Fencing store unavailable",
+			Status: http.StatusServiceUnavailable, Detail: "the store could not be read", Resource: resource, retryAfter: 1})
+		return
+	}
+	writeJSON(w, http.StatusOK, FenceState{Resource: resource, Epoch: epoch})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

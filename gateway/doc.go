@@ -1,0 +1,27 @@
+// Package gateway is fencegw's HTTP layer: the fenced reverse proxy and the
+// control API. The fencing decision itself belongs to package tokens, routes
+// to package policy; this package maps both onto HTTP.
+//
+// The proxy's contract, per request on a route:
+//   - a method the route does not fence passes through;
+//   - a fenced request without a Fencing-Token header gets 428;
+//   - a token that does not parse, or a resource that cannot be named, 400;
+//   - an epoch below the resource's high-water mark, 412;
+//   - a store that cannot confirm the admission, 503 with Retry-After;
+//   - an admitted request streams to the upstream with Fencing-Token removed
+//     and Fencing-Epoch and Fencing-Resource set; an upstream that cannot be
+//     reached answers 502, one that does not answer in time 504.
+//
+// Every answer the gateway gives itself is an RFC 9457 problem document.
+package gateway
+
+// Header names of the fencing contract.
+const (
+	// TokenHeader carries the client's fencing token. It never reaches the upstream.
+	TokenHeader = "Fencing-Token"
+	// EpochHeader tells the upstream the admitted epoch.
+	EpochHeader = "Fencing-Epoch"
+	// ResourceHeader names the resource: set by the gateway toward the
+	// upstream, and read from clients on routes that name no resource.
+	ResourceHeader = "Fencing-Resource"
+)

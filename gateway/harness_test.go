@@ -1,0 +1,292 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fencegw/fencegw/gateway"
+	"github.com/fencegw/fencegw/internal/testetcd"
+	"github.com/fencegw/fencegw/internal/testpg"
+	"github.com/fencegw/fencegw/policy"
+	"github.com/fencegw/fencegw/tokens"
+	"github.com/fencegw/fencegw/tokens/boltstore"
+	"github.com/fencegw/fencegw/tokens/etcdstore"
+	"github.com/fencegw/fencegw/tokens/pgstore"
+	"github.com/fencegw/fencegw/tokens/storetest"
+)
+
+// backend prepares stores of one kind for gateway tests.
+type backend struct {
+	name string
+	// fresh returns a factory over fresh state; each call of the factory is
+	// a new client of that state (a restarted or a second replica).
+	fresh func(t *testing.T) storetest.Factory
+	// outage is like fresh over a service of the test's own that it can
+	// stop and restart; nil when the store is not a separate service.
+	outage func(t *testing.T) (f storetest.Factory, stop, restart func())
+}
+
+func backends() []backend {
+	return []backend{
+		{name: "embedded", fresh: boltFresh},
+		{name: "postgres", fresh: pgFresh, outage: pgOutage},
+		{name: "etcd", fresh: etcdFresh, outage: etcdOutage},
+	}
+}
+
+func boltFresh(t *testing.T) storetest.Factory {
+	path := filepath.Join(t.TempDir(), "fencegw.db")
+	return func(t *testing.T) tokens.Store {
+		s, err := boltstore.Open(path)
+		if err != nil {
+			t.Fatalf("open embedded store: %v", err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+}
+
+func pgFactory(dsn string) storetest.Factory {
+	return func(t *testing.T) tokens.Store {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		s, err := pgstore.Open(ctx, dsn)
+		if err != nil {
+			t.Fatalf("open postgres store: %v", err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+}
+
+func pgFresh(t *testing.T) storetest.Factory {
+	return pgFactory(testpg.Shared(t).NewDatabase(t))
+}
+
+func pgOutage(t *testing.T) (storetest.Factory, func(), func()) {
+	c := testpg.Require(t)
+	f := pgFactory(c.NewDatabase(t))
+	stop := func() {
+		if err := c.Stop(); err != nil {
+			t.Fatalf("stop postgres: %v", err)
+		}
+	}
+	restart := func() {
+		if err := c.Restart(); err != nil {
+			t.Fatalf("restart postgres: %v", err)
+		}
+	}
+	return f, stop, restart
+}
+
+var (
+	etcdOnce    sync.Once
+	etcdCluster *testetcd.Cluster
+)
+
+func etcdFactory(endpoints []string, prefix string) storetest.Factory {
+	return func(t *testing.T) tokens.Store {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		s, err := etcdstore.Open(ctx, etcdstore.Options{Endpoints: endpoints, Prefix: prefix, DialTimeout: 5 * time.Second})
+		if err != nil {
+			t.Fatalf("open etcd store: %v", err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+}
+
+var prefixSeq struct {
+	sync.Mutex
+	n int
+}
+
+func uniquePrefix() string {
+	prefixSeq.Lock()
+	defer prefixSeq.Unlock()
+	prefixSeq.n++
+	return "/fencegw-test/" + strconv.Itoa(prefixSeq.n) + "/"
+}
+
+func etcdFresh(t *testing.T) storetest.Factory {
+	c := testetcd.Start(t, 1)
+	return etcdFactory(c.Endpoints(), uniquePrefix())
+}
+
+func etcdOutage(t *testing.T) (storetest.Factory, func(), func()) {
+	c := testetcd.Start(t, 1)
+	return etcdFactory(c.Endpoints(), uniquePrefix()), c.Stop, c.Restart
+}
+
+// upstream records what reached it.
+type upstream struct {
+	srv *httptest.Server
+	mu  sync.Mutex
+	got []*http.Request
+	// delay holds every answer this long.
+	delay time.Duration
+}
+
+func newUpstream(t *testing.T) *upstream {
+	u := &upstream{}
+	u.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		u.mu.Lock()
+		u.got = append(u.got, r)
+		d := u.delay
+		u.mu.Unlock()
+		if d > 0 {
+			select {
+			case <-time.After(d):
+			case <-r.Context().Done():
+				return
+			}
+		}
+		w.Header().Set("X-Upstream", "yes")
+		w.WriteHeader(http.StatusCreated)
+		io.WriteString(w, "stored:"+string(body))
+	}))
+	t.Cleanup(u.srv.Close)
+	return u
+}
+
+func (u *upstream) requests() []*http.Request {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return append([]*http.Request(nil), u.got...)
+}
+
+// gw is one gateway replica: proxy and control API over one store client.
+type gw struct {
+	proxy *httptest.Server
+	api   *httptest.Server
+	fence *tokens.Fence
+}
+
+type routeSpec struct {
+	prefix, resource string
+	methods          []string
+	strip            bool
+}
+
+func newGateway(t *testing.T, store tokens.Store, up *upstream, transport http.RoundTripper, specs ...routeSpec) *gw {
+	t.Helper()
+	if len(specs) == 0 {
+		specs = []routeSpec{{prefix: "/email/", resource: "invoice-sweeper"}, {prefix: "/any/"}}
+	}
+	u, _ := url.Parse(up.srv.URL)
+	var routes []*policy.Route
+	for _, s := range specs {
+		r := &policy.Route{Prefix: s.prefix, Upstream: u, Tokens: policy.TokensRaw, Verifier: tokens.RawVerifier{},
+			Methods: policy.DefaultFencedMethods, StripPrefix: s.strip}
+		if s.methods != nil {
+			r.Methods = s.methods
+		}
+		if s.resource != "" {
+			tm, err := policy.ParseTemplate(s.resource)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Resource = tm
+		}
+		routes = append(routes, r)
+	}
+	table, err := policy.NewTable(routes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	fence := tokens.NewFence(store, tokens.FenceOptions{StoreTimeout: 2 * time.Second})
+	if transport == nil {
+		tr := gateway.NewTransport(gateway.TransportOptions{})
+		t.Cleanup(tr.CloseIdleConnections)
+		transport = tr
+	}
+	g := &gw{
+		proxy: httptest.NewServer(gateway.New(gateway.Options{Routes: gateway.NewRoutes(table), Fence: fence,
+			Transport: transport, Logger: log, MaxBodyBytes: 1 << 20})),
+		api:   httptest.NewServer(gateway.NewControlAPI(gateway.ControlOptions{Fence: fence, Logger: log, ReadyTimeout: time.Second})),
+		fence: fence,
+	}
+	t.Cleanup(g.proxy.Close)
+	t.Cleanup(g.api.Close)
+	return g
+}
+
+// answer is a response with its body read.
+type answer struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (a answer) problem(t *testing.T) map[string]any {
+	t.Helper()
+	if ct := a.header.Get("Content-Type"); ct != gateway.ProblemContentType {
+		t.Fatalf("status %d Content-Type %q, want %s; body %s", a.status, ct, gateway.ProblemContentType, a.body)
+	}
+	var p map[string]any
+	if err := json.Unmarshal(a.body, &p); err != nil {
+		t.Fatalf("problem body %q: %v", a.body, err)
+	}
+	if int(p["status"].(float64)) != a.status {
+		t.Fatalf("problem status %v, response %d", p["status"], a.status)
+	}
+	return p
+}
+
+func do(t *testing.T, method, target string, header map[string]string, body string) answer {
+	t.Helper()
+	req, err := http.NewRequest(method, target, bytes.NewBufferString(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, target, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("read body: %v", err)
+	}
+	return answer{status: resp.StatusCode, header: resp.Header, body: b}
+}
+
+func (g *gw) write(t *testing.T, path, token string) answer {
+	t.Helper()
+	h := map[string]string{}
+	if token != "" {
+		h[gateway.TokenHeader] = token
+	}
+	return do(t, http.MethodPost, g.proxy.URL+path, h, "payload")
+}
+
+func (g *gw) fenceEpoch(t *testing.T, resource string) int64 {
+	t.Helper()
+	a := do(t, http.MethodGet, g.api.URL+"/v1/fences/"+url.PathEscape(resource), nil, "")
+	if a.status != http.StatusOK {
+		t.Fatalf("GET fence %q: %d %s", resource, a.status, a.body)
+	}
+	var st gateway.FenceState
+	if err := json.Unmarshal(a.body, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Epoch
+}

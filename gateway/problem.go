@@ -1,0 +1,59 @@
+package gateway
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+)
+
+// Problem is an RFC 9457 problem document with fencegw's extension members.
+type Problem struct {
+	Type     string `json:"type"`
+	Title    string `json:"title"`
+	Status   int    `json:"status"`
+	Detail   string `json:"detail,omitempty"`
+	Instance string `json:"instance,omitempty"`
+
+	Route          string `json:"route,omitempty"`
+	Resource       string `json:"resource,omitempty"`
+	PresentedEpoch *int64 `json:"presented_epoch,omitempty"`
+	CurrentEpoch   *int64 `json:"current_epoch,omitempty"`
+
+	// retryAfter, in seconds, is sent as the Retry-After header when positive.
+	retryAfter int
+}
+
+// ProblemContentType is the media type of problem documents.
+const ProblemContentType = "application/problem+json"
+
+// Problem types, one per kind of answer the gateway gives itself.
+const (
+	TypeStaleEpoch       = "urn:fencegw:problem:stale-epoch"
+	TypeTokenRequired    = "urn:fencegw:problem:token-required"
+	TypeMalformedToken   = "urn:fencegw:problem:malformed-token"
+	TypeBadResource      = "urn:fencegw:problem:bad-resource"
+	TypeBadPath          = "urn:fencegw:problem:bad-path"
+	TypeNoRoute          = "urn:fencegw:problem:no-route"
+	TypeStoreUnavailable = "urn:fencegw:problem:store-unavailable"
+	TypeUpstreamFailed   = "urn:fencegw:problem:upstream-unavailable"
+	TypeUpstreamTimeout  = "urn:fencegw:problem:upstream-timeout"
+	TypeBodyTooLarge     = "urn:fencegw:problem:body-too-large"
+	TypeNotFound         = "urn:fencegw:problem:not-found"
+	TypeMethodNotAllowed = "urn:fencegw:problem:method-not-allowed"
+)
+
+func epochPtr(e int64) *int64 { return &e }
+
+// writeProblem sends p as the response.
+func writeProblem(w http.ResponseWriter, p Problem) {
+	h := w.Header()
+	h.Set("Content-Type", ProblemContentType)
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	if p.retryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(p.retryAfter))
+	}
+	w.WriteHeader(p.Status)
+	// A failed write means the client is gone; there is no one to tell.
+	_ = json.NewEncoder(w).Encode(p)
+}

@@ -1,0 +1,151 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// TransportOptions tune the connections to upstreams.
+type TransportOptions struct {
+	// DialTimeout bounds connecting to an upstream (default 5s).
+	DialTimeout time.Duration
+	// ResponseHeaderTimeout bounds the wait for an upstream's response
+	// headers once the request is sent (default 30s); past it the client
+	// gets 504.
+	ResponseHeaderTimeout time.Duration
+	// MaxIdleConnsPerHost is the pool of idle connections kept per upstream
+	// (default 256).
+	MaxIdleConnsPerHost int
+}
+
+// NewTransport returns the transport the proxy uses: pooled keep-alive
+// connections, bounded dial and response-header waits.
+func NewTransport(o TransportOptions) *http.Transport {
+	if o.DialTimeout <= 0 {
+		o.DialTimeout = 5 * time.Second
+	}
+	if o.ResponseHeaderTimeout <= 0 {
+		o.ResponseHeaderTimeout = 30 * time.Second
+	}
+	if o.MaxIdleConnsPerHost <= 0 {
+		o.MaxIdleConnsPerHost = 256
+	}
+	d := &net.Dialer{Timeout: o.DialTimeout, KeepAlive: 30 * time.Second}
+	return &http.Transport{
+		DialContext:           d.DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          4 * o.MaxIdleConnsPerHost,
+		MaxIdleConnsPerHost:   o.MaxIdleConnsPerHost,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ResponseHeaderTimeout: o.ResponseHeaderTimeout,
+		ExpectContinueTimeout: time.Second,
+	}
+}
+
+// NewProxy returns the reverse proxy behind the fencing middleware. It sends
+// each request to its route's upstream, streaming bodies both ways, strips
+// the client's fencing headers, and tells the upstream the admitted epoch
+// and resource.
+func NewProxy(transport http.RoundTripper, log *slog.Logger) *httputil.ReverseProxy {
+	return &httputil.ReverseProxy{
+		Rewrite:      rewrite,
+		Transport:    transport,
+		BufferPool:   newBufferPool(),
+		ErrorHandler: proxyErrorHandler(log),
+		// Flush streamed responses (no Content-Length) as they arrive.
+		FlushInterval: -1,
+	}
+}
+
+func rewrite(pr *httputil.ProxyRequest) {
+	ctx := pr.In.Context()
+	rt, _ := RouteFrom(ctx)
+	if rt.StripPrefix {
+		stripPrefix(pr, rt.Prefix)
+	}
+	pr.SetURL(rt.Upstream)
+	pr.SetXForwarded()
+	h := pr.Out.Header
+	h.Del(TokenHeader)
+	h.Del(EpochHeader)
+	h.Del(ResourceHeader)
+	if a, ok := AdmissionFrom(ctx); ok {
+		h[EpochHeader] = []string{strconv.FormatInt(a.Epoch, 10)}
+		h[ResourceHeader] = []string{a.Resource}
+	}
+}
+
+// stripPrefix removes the route's prefix from the outgoing path, keeping a
+// leading slash.
+func stripPrefix(pr *httputil.ProxyRequest, prefix string) {
+	u := pr.Out.URL
+	u.Path = "/" + strings.TrimPrefix(u.Path, prefix)
+	if u.RawPath != "" {
+		if strings.HasPrefix(u.RawPath, prefix) {
+			u.RawPath = "/" + strings.TrimPrefix(u.RawPath, prefix)
+		} else {
+			u.RawPath = ""
+		}
+	}
+}
+
+// StatusClientClosedRequest is logged when the client went away before the
+// upstream answered (nginx's 499); nobody receives it.
+const StatusClientClosedRequest = 499
+
+func proxyErrorHandler(log *slog.Logger) func(http.ResponseWriter, *http.Request, error) {
+	return func(w http.ResponseWriter, r *http.Request, err error) {
+		rt, _ := RouteFrom(r.Context())
+		p := Problem{Route: rt.Name}
+		if a, ok := AdmissionFrom(r.Context()); ok {
+			p.Resource, p.PresentedEpoch = a.Resource, epochPtr(a.Epoch)
+		}
+		var tooLarge *http.MaxBytesError
+		switch {
+		case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
+			log.LogAttrs(r.Context(), slog.LevelInfo, "client went away", slog.String("route", rt.Name),
+				slog.Int("status", StatusClientClosedRequest))
+			w.WriteHeader(StatusClientClosedRequest)
+			return
+		case errors.As(err, &tooLarge):
+			p.Type, p.Title, p.Status = TypeBodyTooLarge, "Request body too large", http.StatusRequestEntityTooLarge
+			p.Detail = "the request body exceeds " + strconv.FormatInt(tooLarge.Limit, 10) + " bytes"
+		case isTimeout(err):
+			p.Type, p.Title, p.Status = TypeUpstreamTimeout, "Upstream timed out", http.StatusGatewayTimeout
+			p.Detail = "the upstream did not answer in time; the write may or may not have taken effect"
+		default:
+			p.Type, p.Title, p.Status = TypeUpstreamFailed, "Upstream unavailable", http.StatusBadGateway
+			p.Detail = "the upstream could not be reached or broke the connection"
+		}
+		log.LogAttrs(r.Context(), slog.LevelWarn, "upstream failed", slog.String("route", rt.Name),
+			slog.Int("status", p.Status), slog.String("error", err.Error()))
+		writeProblem(w, p)
+	}
+}
+
+func isTimeout(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// bufferPool recycles the proxy's 32 KiB copy buffers.
+type bufferPool struct{ pool sync.Pool }
+
+func newBufferPool() *bufferPool {
+	return &bufferPool{pool: sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}}
+}
+
+func (p *bufferPool) Get() []byte  { return *p.pool.Get().(*[]byte) }
+func (p *bufferPool) Put(b []byte) { p.pool.Put(&b) }

@@ -1,0 +1,50 @@
+package gateway
+
+import (
+	"fmt"
+	"net/http"
+	"sync/atomic"
+
+	"github.com/fencegw/fencegw/policy"
+)
+
+// Routes holds the route table in force. It can be swapped while requests
+// are served; each request uses the table it started with.
+type Routes struct {
+	table atomic.Pointer[policy.Table]
+}
+
+// NewRoutes returns Routes serving t.
+func NewRoutes(t *policy.Table) *Routes {
+	r := &Routes{}
+	r.table.Store(t)
+	return r
+}
+
+// Swap replaces the table for requests that start afterwards.
+func (r *Routes) Swap(t *policy.Table) { r.table.Store(t) }
+
+// Table returns the table in force.
+func (r *Routes) Table() *policy.Table { return r.table.Load() }
+
+// MatchRoute is middleware that refuses unclean paths (400), answers 404 for
+// paths no route serves, and otherwise records the matched route in the
+// request's context for the middleware and proxy behind it.
+func MatchRoute(routes *Routes) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if err := policy.CheckPath(r.URL.Path); err != nil {
+				writeProblem(w, Problem{Type: TypeBadPath, Title: "Request path is not clean", Status: http.StatusBadRequest,
+					Detail: err.Error()})
+				return
+			}
+			rt := routes.Table().Match(r)
+			if rt == nil {
+				writeProblem(w, Problem{Type: TypeNoRoute, Title: "No route serves this path", Status: http.StatusNotFound,
+					Detail: fmt.Sprintf("no route for host %q and path %q", r.Host, r.URL.Path)})
+				return
+			}
+			next.ServeHTTP(w, r.WithContext(withRoute(r.Context(), rt)))
+		})
+	}
+}

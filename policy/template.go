@@ -1,0 +1,152 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/textproto"
+	"strconv"
+	"strings"
+)
+
+// Template names a request's resource. It is literal text with
+// placeholders:
+//
+//	{segment:N}   the Nth path segment after the route's prefix (1-based)
+//	{header:Name} the value of request header Name
+//
+// For example "tenant-{segment:1}" on prefix "/tenants/" names
+// "tenant-42" for the path /tenants/42/mail.
+type Template struct {
+	src   string
+	parts []part
+}
+
+type partKind int
+
+const (
+	literal partKind = iota
+	segment
+	header
+)
+
+type part struct {
+	kind    partKind
+	text    string // literal text, or the canonical header name
+	segment int    // 1-based segment index
+}
+
+// ErrUnresolved means a template could not be rendered for a request: a
+// segment or header it names is missing or empty.
+var ErrUnresolved = errors.New("resource cannot be determined from the request")
+
+// ParseTemplate parses src. Errors say what is wrong and where.
+func ParseTemplate(src string) (*Template, error) {
+	if src == "" {
+		return nil, errors.New("empty template")
+	}
+	t := &Template{src: src}
+	rest := src
+	for rest != "" {
+		open := strings.IndexAny(rest, "{}")
+		if open < 0 {
+			t.parts = append(t.parts, part{kind: literal, text: rest})
+			break
+		}
+		if rest[open] == '}' {
+			return nil, fmt.Errorf("unmatched '}' at offset %d", len(src)-len(rest)+open)
+		}
+		if open > 0 {
+			t.parts = append(t.parts, part{kind: literal, text: rest[:open]})
+		}
+		end := strings.IndexByte(rest[open:], '}')
+		if end < 0 {
+			return nil, fmt.Errorf("unclosed '{' at offset %d", len(src)-len(rest)+open)
+		}
+		p, err := parsePlaceholder(rest[open+1 : open+end])
+		if err != nil {
+			return nil, fmt.Errorf("placeholder at offset %d: %w", len(src)-len(rest)+open, err)
+		}
+		t.parts = append(t.parts, p)
+		rest = rest[open+end+1:]
+	}
+	return t, nil
+}
+
+func parsePlaceholder(s string) (part, error) {
+	kind, arg, ok := strings.Cut(s, ":")
+	if !ok || arg == "" {
+		return part{}, fmt.Errorf("{%s}: want {segment:N} or {header:Name}", s)
+	}
+	switch kind {
+	case "segment":
+		n, err := strconv.Atoi(arg)
+		if err != nil || n < 1 || n > 64 {
+			return part{}, fmt.Errorf("{%s}: segment index must be an integer from 1 to 64", s)
+		}
+		return part{kind: segment, segment: n}, nil
+	case "header":
+		for i := 0; i < len(arg); i++ {
+			if !isTokenChar(arg[i]) {
+				return part{}, fmt.Errorf("{%s}: %q is not a valid header name", s, arg)
+			}
+		}
+		return part{kind: header, text: textproto.CanonicalMIMEHeaderKey(arg)}, nil
+	default:
+		return part{}, fmt.Errorf("{%s}: unknown placeholder kind %q", s, kind)
+	}
+}
+
+// isTokenChar reports whether c may appear in an HTTP header name (RFC 9110 token).
+func isTokenChar(c byte) bool {
+	switch {
+	case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		return true
+	}
+	return strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
+}
+
+// String returns the template's source.
+func (t *Template) String() string { return t.src }
+
+// Static reports whether the template has no placeholders, and if so its text.
+func (t *Template) Static() (string, bool) {
+	if len(t.parts) == 1 && t.parts[0].kind == literal {
+		return t.parts[0].text, true
+	}
+	return "", false
+}
+
+// Render names the resource of req, whose path starts with prefix. It
+// returns an error wrapping ErrUnresolved when a placeholder has no value.
+func (t *Template) Render(req *http.Request, prefix string) (string, error) {
+	if s, ok := t.Static(); ok {
+		return s, nil
+	}
+	var segs []string
+	var b strings.Builder
+	for _, p := range t.parts {
+		switch p.kind {
+		case literal:
+			b.WriteString(p.text)
+		case segment:
+			if segs == nil {
+				segs = strings.Split(strings.TrimPrefix(req.URL.Path, prefix), "/")
+				if len(segs) > 0 && segs[0] == "" {
+					segs = segs[1:]
+				}
+			}
+			if p.segment > len(segs) || segs[p.segment-1] == "" {
+				return "", fmt.Errorf("%w: path has no segment %d after %q", ErrUnresolved, p.segment, prefix)
+			}
+			b.WriteString(segs[p.segment-1])
+		case header:
+			v := req.Header.Values(p.text)
+			if len(v) != 1 || v[0] == "" {
+				return "", fmt.Errorf("%w: want exactly one non-empty %s header, got %d", ErrUnresolved, p.text, len(v))
+			}
+			b.WriteString(v[0])
+		}
+	}
+	return b.String(), nil
+}
