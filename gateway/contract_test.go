@@ -98,7 +98,7 @@ func testMissingToken(t *testing.T, g *gw, up *upstream) {
 
 func testMalformedTokens(t *testing.T, g *gw, up *upstream) {
 	before := len(up.requests())
-	for _, tok := range []string{"abc", "0", "-3", "1e3", "9223372036854775808", "1.5", " ", "0x10", "+5"} {
+	for _, tok := range []string{"abc", "0", "-3", "1e3", "9223372036854775808", "1.5", "0x10", "+5"} {
 		a := g.write(t, "/email/send", tok)
 		if a.status != http.StatusBadRequest {
 			t.Fatalf("token %q = %d %s", tok, a.status, a.body)

@@ -1,0 +1,65 @@
+package testpg
+
+import (
+	"os"
+	"sync"
+	"testing"
+)
+
+// shared is the cluster Shared hands out: one per test binary.
+var shared struct {
+	once sync.Once
+	c    *Cluster
+	err  error
+}
+
+// Shared returns the test binary's shared cluster, starting it (see Start)
+// on first use. Tests that share it must isolate their state, normally with
+// NewDatabase, and must not Stop it. If no cluster can be had, Shared fails
+// tb when the environment variable CI is "true" and skips tb otherwise.
+// TestMain should call CloseShared after the tests have run.
+func Shared(tb testing.TB) *Cluster {
+	tb.Helper()
+	shared.once.Do(func() { shared.c, shared.err = Start() })
+	if shared.err != nil {
+		unavailable(tb, shared.err)
+	}
+	return shared.c
+}
+
+// CloseShared closes the shared cluster if Shared started it. Call it from
+// TestMain after m.Run; later calls to Shared fail or skip.
+func CloseShared() {
+	shared.once.Do(func() { shared.err = errClosed })
+	if shared.c != nil {
+		shared.c.Close()
+	}
+}
+
+// Require starts a new owned cluster for tb alone, for tests that Stop and
+// Restart it, and closes it when tb ends. It ignores
+// FENCEGW_TEST_POSTGRES_DSN, so it needs the local server binaries. If the
+// cluster cannot be started, Require fails tb when the environment variable
+// CI is "true" and skips tb otherwise.
+func Require(tb testing.TB) *Cluster {
+	tb.Helper()
+	c, err := startOwned()
+	if err != nil {
+		unavailable(tb, err)
+	}
+	tb.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			tb.Errorf("testpg: close cluster: %v", err)
+		}
+	})
+	return c
+}
+
+// unavailable ends tb because PostgreSQL could not be had.
+func unavailable(tb testing.TB, err error) {
+	tb.Helper()
+	if os.Getenv("CI") == "true" {
+		tb.Fatalf("PostgreSQL unavailable: %v", err)
+	}
+	tb.Skipf("PostgreSQL unavailable (set CI=true to fail instead): %v", err)
+}

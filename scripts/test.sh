@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Runs the whole test suite: formatting, vet, the race-enabled tests (which
+# start their own throwaway PostgreSQL and embedded etcd), and a short pass
+# of every fuzz target.
+#
+# PostgreSQL: the tests use FENCEGW_TEST_POSTGRES_DSN when set, otherwise
+# they start a throwaway cluster from the server binaries under
+# /usr/lib/postgresql/*/bin, installed here with apt-get when missing.
+# With CI=true a missing service fails the run instead of skipping tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ -z "${FENCEGW_TEST_POSTGRES_DSN:-}" ] && ! compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null; then
+	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+		echo "installing the PostgreSQL server binaries for the tests"
+		apt-get update -qq
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql-15 >/dev/null ||
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+	else
+		echo "warning: no PostgreSQL server binaries; PostgreSQL tests will skip (or fail with CI=true)" >&2
+	fi
+fi
+
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$unformatted" ]; then
+	echo "gofmt needed on:"; echo "$unformatted"; exit 1
+fi
+go vet ./...
+go test -race -count=1 -timeout 25m ./...
+
+# Every fuzz target for a few seconds: new crashers fail the run.
+fuzztime=${FUZZTIME:-5s}
+for pkg in $(go list ./...); do
+	dir=$(go list -f '{{.Dir}}' "$pkg")
+	for target in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | sed 's/^func //' | sort -u); do
+		echo "fuzz $pkg $target ($fuzztime)"
+		go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "$pkg" >/dev/null
+	done
+done
+echo "all tests passed"

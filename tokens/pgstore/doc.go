@@ -1,0 +1,22 @@
+// Package pgstore is the PostgreSQL tokens.Store: the high-water marks live
+// in one table of a PostgreSQL database, so any number of fencegw replicas
+// can share them. The store is not Exclusive: every admission is decided by
+// the database.
+//
+// Advance is a single conditional upsert, atomic in the database, so
+// concurrent writers through any replica never lower an HWM. Reads and
+// writes go to a primary only: connections to a server in recovery (a hot
+// standby) are refused, whatever target_session_attrs the DSN asks for, so
+// Current never answers from a replica that may lag. Sessions never run with
+// synchronous_commit=off, so an admitted HWM survives a server crash; surviving
+// a failover additionally needs synchronous replication, which is the
+// operator's choice.
+//
+// Open creates or migrates the schema inside one transaction under an
+// advisory lock, so replicas may start together. Once the schema is current,
+// Open issues no DDL, so a role without CREATE privilege can run the store.
+//
+// Every failure other than a stale epoch or an invalid argument is returned as
+// a *tokens.UnavailableError wrapping the cause: the outcome is unknown and
+// the caller must fail closed.
+package pgstore

@@ -1,0 +1,89 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// migrationLock is the pg_advisory_xact_lock key that serialises schema
+// migrations of concurrent Opens on one database ("fencegw" in ASCII).
+const migrationLock int64 = 0x66656e6365677700
+
+// ErrSchemaTooNew means the database schema was migrated by a newer version
+// of fencegw than this one; Open refuses it rather than guess its meaning.
+var ErrSchemaTooNew = errors.New("pgstore: database schema is newer than this fencegw")
+
+// migrations are applied in order; migration i brings the schema to
+// version i+1. Never edit or reorder one that has shipped: append.
+var migrations = []func(o *options) string{
+	func(o *options) string {
+		// COLLATE "C": byte-wise equality and an index that no libc or ICU
+		// upgrade can silently reorder.
+		return `CREATE TABLE ` + o.ident(hwmTable) + ` (
+	resource   text COLLATE "C" PRIMARY KEY,
+	epoch      bigint NOT NULL CHECK (epoch > 0),
+	updated_at timestamptz NOT NULL DEFAULT now()
+)`
+	},
+}
+
+// migrate brings the schema to the latest version in one transaction under
+// an advisory lock. When the schema is already current it only reads.
+func migrate(ctx context.Context, pool *pgxpool.Pool, o *options) error {
+	tx, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", migrationLock); err != nil {
+		return fmt.Errorf("take migration lock: %w", err)
+	}
+	if o.schema != "" {
+		var exists bool
+		if err := tx.QueryRow(ctx, "SELECT to_regnamespace($1) IS NOT NULL", pgx.Identifier{o.schema}.Sanitize()).Scan(&exists); err != nil {
+			return fmt.Errorf("look up schema %q: %w", o.schema, err)
+		}
+		if !exists {
+			if _, err := tx.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{o.schema}.Sanitize()); err != nil {
+				return fmt.Errorf("create schema %q: %w", o.schema, err)
+			}
+		}
+	}
+	var exists bool
+	if err := tx.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", o.ident(versionTable)).Scan(&exists); err != nil {
+		return fmt.Errorf("look up %s: %w", versionTable, err)
+	}
+	if !exists {
+		_, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+o.ident(versionTable)+` (
+	version    integer PRIMARY KEY,
+	applied_at timestamptz NOT NULL DEFAULT now()
+)`)
+		if err != nil {
+			return fmt.Errorf("create %s: %w", versionTable, err)
+		}
+	}
+	var version int
+	if err := tx.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM "+o.ident(versionTable)).Scan(&version); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	if version > len(migrations) {
+		return fmt.Errorf("%w: database is at version %d, this build knows %d", ErrSchemaTooNew, version, len(migrations))
+	}
+	for v := version; v < len(migrations); v++ {
+		if _, err := tx.Exec(ctx, migrations[v](o)); err != nil {
+			return fmt.Errorf("migrate to version %d: %w", v+1, err)
+		}
+		if _, err := tx.Exec(ctx, "INSERT INTO "+o.ident(versionTable)+" (version) VALUES ($1)", v+1); err != nil {
+			return fmt.Errorf("record version %d: %w", v+1, err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("commit migrations: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,34 @@
+package pgstore
+
+import (
+	"github.com/jackc/pgx/v5"
+)
+
+// Option configures Open.
+type Option func(*options)
+
+type options struct {
+	schema string
+}
+
+// WithSchema puts the store's tables in the named schema, creating the schema
+// if it is missing. By default the tables go to the first schema of the
+// session's search_path (normally public).
+func WithSchema(schema string) Option {
+	return func(o *options) { o.schema = schema }
+}
+
+// Table names. The HWM table's columns are resource (text, primary key),
+// epoch (bigint, positive) and updated_at (timestamptz).
+const (
+	hwmTable     = "fencegw_hwm"
+	versionTable = "fencegw_schema_version"
+)
+
+// ident returns the quoted, schema-qualified name of table.
+func (o *options) ident(table string) string {
+	if o.schema == "" {
+		return pgx.Identifier{table}.Sanitize()
+	}
+	return pgx.Identifier{o.schema, table}.Sanitize()
+}

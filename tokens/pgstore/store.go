@@ -1,0 +1,151 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/fencegw/fencegw/tokens"
+)
+
+// Store is a tokens.Store over a PostgreSQL database, through a pgx
+// connection pool. It is safe for concurrent use.
+type Store struct {
+	pool      *pgxpool.Pool
+	current   string // SQL of Current
+	advance   string // SQL of Advance
+	closeOnce sync.Once
+}
+
+var _ tokens.Store = (*Store)(nil)
+
+// Open connects to the database named by dsn (a libpq URL or keyword/value
+// string; pool_* parameters configure the pool), creates or migrates the
+// schema, and returns the store. Connections are made lazily after that;
+// ctx bounds Open only.
+//
+// Every connection must reach a primary (pg_is_in_recovery() false), in
+// addition to any target_session_attrs in dsn, and runs with
+// synchronous_commit on if the server default is off.
+func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: %w", err)
+	}
+	requirePrimary(cfg.ConnConfig)
+	cfg.AfterConnect = durableCommits
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: %w", err)
+	}
+	if err := migrate(ctx, pool, &o); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("pgstore: schema: %w", err)
+	}
+	hwm := o.ident(hwmTable)
+	return &Store{
+		pool:    pool,
+		current: `SELECT epoch FROM ` + hwm + ` WHERE resource = $1`,
+		advance: `INSERT INTO ` + hwm + ` AS h (resource, epoch) VALUES ($1, $2)
+ON CONFLICT (resource) DO UPDATE SET epoch = EXCLUDED.epoch, updated_at = now()
+WHERE h.epoch <= EXCLUDED.epoch
+RETURNING h.epoch`,
+	}, nil
+}
+
+// Current returns the HWM of resource, or 0 if none was recorded. It reads
+// from the primary with a fresh statement, so it reflects every Advance that
+// returned before it was called.
+func (s *Store) Current(ctx context.Context, resource string) (int64, error) {
+	if err := tokens.ValidateResource(resource); err != nil {
+		return 0, err
+	}
+	hwm, err := s.read(ctx, resource)
+	if err != nil {
+		return 0, &tokens.UnavailableError{Op: "current", Resource: resource, Err: err}
+	}
+	return hwm, nil
+}
+
+func (s *Store) read(ctx context.Context, resource string) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	var hwm int64
+	err := s.pool.QueryRow(ctx, s.current, resource).Scan(&hwm)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return hwm, nil
+}
+
+// Advance raises the HWM of resource to epoch unless epoch is below it, in
+// one atomic statement committed before Advance returns. A stale epoch
+// returns a *tokens.StaleEpochError carrying the HWM read right after the
+// refusal. If Advance returns an *tokens.UnavailableError, the raise may or
+// may not have been committed.
+func (s *Store) Advance(ctx context.Context, resource string, epoch int64) (int64, error) {
+	if err := tokens.ValidateResource(resource); err != nil {
+		return 0, err
+	}
+	if err := tokens.ValidateEpoch(epoch); err != nil {
+		return 0, err
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, &tokens.UnavailableError{Op: "advance", Resource: resource, Err: err}
+	}
+	var hwm int64
+	err := s.pool.QueryRow(ctx, s.advance, resource, epoch).Scan(&hwm)
+	switch {
+	case err == nil:
+		if hwm != epoch {
+			return 0, &tokens.UnavailableError{Op: "advance", Resource: resource,
+				Err: fmt.Errorf("database stored epoch %d for %d", hwm, epoch)}
+		}
+		return hwm, nil
+	case !errors.Is(err, pgx.ErrNoRows):
+		return 0, &tokens.UnavailableError{Op: "advance", Resource: resource, Err: err}
+	}
+	// No row: the stored HWM was above epoch. It only grows, so a fresh read
+	// (READ COMMITTED: a new snapshot) returns it or a higher one.
+	current, err := s.read(ctx, resource)
+	if err != nil {
+		return 0, &tokens.UnavailableError{Op: "advance", Resource: resource,
+			Err: fmt.Errorf("read HWM after refusing epoch %d: %w", epoch, err)}
+	}
+	if current <= epoch {
+		return 0, &tokens.UnavailableError{Op: "advance", Resource: resource,
+			Err: fmt.Errorf("epoch %d refused but HWM reads %d", epoch, current)}
+	}
+	return 0, &tokens.StaleEpochError{Resource: resource, Presented: epoch, Current: current}
+}
+
+// Ping returns nil if a connection to the primary can be had and answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.pool.Ping(ctx); err != nil {
+		return &tokens.UnavailableError{Op: "ping", Err: err}
+	}
+	return nil
+}
+
+// Exclusive reports false: other processes may share the database, so a
+// Fence must ask the store rather than trust its cache.
+func (s *Store) Exclusive() bool { return false }
+
+// Close closes the pool, waiting for connections in use to be returned.
+// Later calls do nothing. It always returns nil.
+func (s *Store) Close() error {
+	s.closeOnce.Do(s.pool.Close)
+	return nil
+}
