@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -74,9 +75,9 @@ func loadServeConfig(args []string, stderr io.Writer) (config.Config, error) {
 }
 
 func loadFile(path string) (config.Config, error) {
-	data, err := readFile(path)
+	data, err := os.ReadFile(path)
 	if err != nil {
-		return config.Config{}, err
+		return config.Config{}, fmt.Errorf("read config: %w", err)
 	}
 	c, err := config.Parse(data)
 	if err != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 
 	"github.com/fencegw/fencegw/config"
 	"github.com/fencegw/fencegw/tokens"
@@ -34,12 +33,4 @@ func openStore(ctx context.Context, store string) (tokens.Store, error) {
 	default:
 		return boltstore.Open(store)
 	}
-}
-
-func readFile(path string) ([]byte, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("read config: %w", err)
-	}
-	return b, nil
 }
