@@ -1,0 +1,179 @@
+package etcdstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/fencegw/fencegw/tokens"
+)
+
+// DefaultPrefix is the key prefix used when none is given.
+const DefaultPrefix = "/fencegw/hwm/"
+
+// ErrClosed is wrapped by the *tokens.UnavailableError that a Store returns
+// once it has been closed.
+var ErrClosed = errors.New("etcdstore: store closed")
+
+// Store is a tokens.Store over an etcd cluster. It is safe for concurrent use.
+type Store struct {
+	cli    *clientv3.Client
+	prefix string
+	owned  bool // Close closes cli
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ tokens.Store = (*Store)(nil)
+
+// New returns a Store over c, keeping HWMs under prefix (DefaultPrefix if
+// empty). The key of a resource is prefix+resource, verbatim: a prefix should
+// end with a separator such as "/" so that it cannot run into another
+// prefix's keys. c must not be nil; closing the Store does not close it.
+func New(c *clientv3.Client, prefix string) *Store {
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	return &Store{cli: c, prefix: prefix}
+}
+
+// Current returns the HWM of resource, or 0 if its key is absent, by a
+// linearizable read. An invalid resource returns an error wrapping
+// tokens.ErrInvalidResource; any other failure, including a corrupt value
+// (ErrCorruptValue), a *tokens.UnavailableError.
+func (s *Store) Current(ctx context.Context, resource string) (int64, error) {
+	const op = "current"
+	if err := tokens.ValidateResource(resource); err != nil {
+		return 0, err
+	}
+	if s.closed.Load() {
+		return 0, unavailable(op, resource, ErrClosed)
+	}
+	key := s.key(resource)
+	resp, err := s.cli.Get(ctx, key)
+	if err != nil {
+		return 0, unavailable(op, resource, fmt.Errorf("get %q: %w", key, err))
+	}
+	epoch, _, err := hwm(key, resp.Kvs)
+	if err != nil {
+		return 0, unavailable(op, resource, err)
+	}
+	return epoch, nil
+}
+
+// Advance raises the HWM of resource to epoch if epoch is not below it and
+// returns epoch. If epoch is below the HWM it returns a
+// *tokens.StaleEpochError holding the HWM and changes nothing. An invalid
+// resource or epoch returns an error wrapping tokens.ErrInvalidResource or
+// tokens.ErrInvalidEpoch; any other failure a *tokens.UnavailableError, in
+// which case the write may or may not have happened.
+//
+// It reads the key linearizably and, if epoch is higher, writes it in a
+// transaction that succeeds only if the key's revision is still the one read
+// (or the key still absent). When another writer got there first, the
+// transaction's else branch returns the new value and the comparison starts
+// over from it, until the write succeeds, epoch turns out stale or equal, or
+// ctx ends.
+func (s *Store) Advance(ctx context.Context, resource string, epoch int64) (int64, error) {
+	const op = "advance"
+	if err := tokens.ValidateResource(resource); err != nil {
+		return 0, err
+	}
+	if err := tokens.ValidateEpoch(epoch); err != nil {
+		return 0, err
+	}
+	if s.closed.Load() {
+		return 0, unavailable(op, resource, ErrClosed)
+	}
+	key := s.key(resource)
+	resp, err := s.cli.Get(ctx, key)
+	if err != nil {
+		return 0, unavailable(op, resource, fmt.Errorf("get %q: %w", key, err))
+	}
+	kvs := resp.Kvs
+	for {
+		current, rev, err := hwm(key, kvs)
+		if err != nil {
+			return 0, unavailable(op, resource, err)
+		}
+		if epoch < current {
+			return 0, &tokens.StaleEpochError{Resource: resource, Presented: epoch, Current: current}
+		}
+		if epoch == current {
+			return epoch, nil // the read that saw it was linearizable
+		}
+		if err := ctx.Err(); err != nil {
+			return 0, unavailable(op, resource, err)
+		}
+		cond := clientv3.Compare(clientv3.ModRevision(key), "=", rev)
+		if rev == 0 {
+			cond = clientv3.Compare(clientv3.CreateRevision(key), "=", 0)
+		}
+		tr, err := s.cli.Txn(ctx).
+			If(cond).
+			Then(clientv3.OpPut(key, encodeEpoch(epoch))).
+			Else(clientv3.OpGet(key)).
+			Commit()
+		if err != nil {
+			return 0, unavailable(op, resource, fmt.Errorf("compare-and-put %q: %w", key, err))
+		}
+		if tr.Succeeded {
+			return epoch, nil
+		}
+		if len(tr.Responses) != 1 || tr.Responses[0].GetResponseRange() == nil {
+			return 0, unavailable(op, resource, fmt.Errorf("compare-and-put %q: unexpected else-branch response %v", key, tr.Responses))
+		}
+		kvs = tr.Responses[0].GetResponseRange().Kvs
+	}
+}
+
+// Ping returns nil if the cluster answers a linearizable read of the prefix
+// key, which needs a quorum and a leader; otherwise a
+// *tokens.UnavailableError.
+func (s *Store) Ping(ctx context.Context) error {
+	const op = "ping"
+	if s.closed.Load() {
+		return unavailable(op, "", ErrClosed)
+	}
+	if err := s.probe(ctx); err != nil {
+		return unavailable(op, "", err)
+	}
+	return nil
+}
+
+// probe reads the prefix key linearizably, counting it rather than fetching
+// it.
+func (s *Store) probe(ctx context.Context) error {
+	if _, err := s.cli.Get(ctx, s.prefix, clientv3.WithCountOnly()); err != nil {
+		return fmt.Errorf("get %q: %w", s.prefix, err)
+	}
+	return nil
+}
+
+// Exclusive returns false: any number of processes may share the cluster.
+func (s *Store) Exclusive() bool { return false }
+
+// Close makes every later call fail with ErrClosed and, if the Store was
+// made by Open, closes its client. Later calls of Close do nothing and
+// return what the first returned.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.closed.Store(true)
+		if s.owned {
+			s.closeErr = s.cli.Close()
+		}
+	})
+	return s.closeErr
+}
+
+func (s *Store) key(resource string) string { return s.prefix + resource }
+
+func unavailable(op, resource string, err error) error {
+	return &tokens.UnavailableError{Op: op, Resource: resource, Err: err}
+}
