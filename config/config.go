@@ -34,6 +34,11 @@ type Config struct {
 	UpstreamDialTimeout Duration `yaml:"upstream_dial_timeout"`
 	// UpstreamResponseHeaderTimeout bounds the wait for an upstream's answer.
 	UpstreamResponseHeaderTimeout Duration `yaml:"upstream_response_header_timeout"`
+	// UpstreamTimeout bounds an admitted write's whole exchange, from
+	// admission until the upstream's answer begins, the client's body
+	// included: the window in which a write admitted at one epoch may still
+	// reach the upstream after a higher epoch was admitted.
+	UpstreamTimeout Duration `yaml:"upstream_timeout"`
 	// MaxBodyBytes caps request bodies (0: no cap).
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
 	// MaxHeaderBytes caps request headers.
@@ -42,8 +47,43 @@ type Config struct {
 	LogLevel string `yaml:"log_level"`
 	// LogFormat is json or text.
 	LogFormat string `yaml:"log_format"`
+	// Signing configures the token authority's signed tokens.
+	Signing Signing `yaml:"signing"`
+	// APIKeys authenticate control API callers. Without any, the control
+	// API serves on loopback addresses only.
+	APIKeys []APIKey `yaml:"api_keys"`
 	// Routes are the proxied paths.
 	Routes []Route `yaml:"routes"`
+}
+
+// Signing configures signed tokens.
+type Signing struct {
+	// Issuer is the tokens' iss claim, checked on verification.
+	Issuer string `yaml:"issuer"`
+	// Audience is the tokens' aud claim, checked on verification.
+	Audience string `yaml:"audience"`
+	// TokenLifetime bounds a token's validity (exp), independent of the
+	// lease TTL: the epoch fences, exp only bounds a leaked token.
+	TokenLifetime Duration `yaml:"token_lifetime"`
+	// Algorithm of a generated key: EdDSA, ES256 or HS256.
+	Algorithm string `yaml:"algorithm"`
+	// KeyFile is the PEM signing key. Empty: a key is generated once and
+	// kept beside the embedded store's file, or in a shared store.
+	KeyFile string `yaml:"key_file"`
+	// VerifyKeyFiles are further PEM keys that verify tokens (rotation).
+	VerifyKeyFiles []string `yaml:"verify_key_files"`
+}
+
+// APIKey is one caller of the control API.
+type APIKey struct {
+	// Name identifies the caller in logs.
+	Name string `yaml:"name"`
+	// SHA256 is the hex SHA-256 of the key (fencegw keys api-key prints it).
+	SHA256 string `yaml:"sha256"`
+	// Leases are the lease-name patterns (path.Match) the key may use.
+	Leases []string `yaml:"leases"`
+	// Admin keys may use every lease and the fence endpoints.
+	Admin bool `yaml:"admin"`
 }
 
 // Route is one proxied path prefix.
@@ -58,8 +98,10 @@ type Route struct {
 	Upstream string `yaml:"upstream"`
 	// StripPrefix removes Prefix from the path sent upstream.
 	StripPrefix bool `yaml:"strip_prefix"`
-	// Tokens is the accepted token kind: raw.
+	// Tokens is the accepted token kind: signed (default), raw or any.
 	Tokens string `yaml:"tokens"`
+	// EpochSource is an external election a raw epoch must agree with.
+	EpochSource *EpochSource `yaml:"epoch_source"`
 	// Resource names the fenced resource: literal text with {segment:N}
 	// and {header:Name} placeholders. Empty: the Fencing-Resource header.
 	Resource string `yaml:"resource"`
@@ -79,10 +121,17 @@ func Default() Config {
 		IdleTimeout:                   Duration(120 * time.Second),
 		UpstreamDialTimeout:           Duration(5 * time.Second),
 		UpstreamResponseHeaderTimeout: Duration(30 * time.Second),
+		UpstreamTimeout:               Duration(30 * time.Second),
 		MaxBodyBytes:                  10 << 20,
 		MaxHeaderBytes:                64 << 10,
 		LogLevel:                      "info",
 		LogFormat:                     "json",
+		Signing: Signing{
+			Issuer:        "fencegw",
+			Audience:      "fencegw",
+			TokenLifetime: Duration(10 * time.Minute),
+			Algorithm:     "EdDSA",
+		},
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fencegw/fencegw/config"
+	"github.com/fencegw/fencegw/tokens"
 )
 
 const good = `
@@ -38,7 +39,7 @@ func TestParseGood(t *testing.T) {
 	if c.StoreTimeout.D() != 3*time.Second || c.ShutdownTimeout.D() != 30*time.Second {
 		t.Fatalf("durations: %v %v", c.StoreTimeout.D(), c.ShutdownTimeout.D())
 	}
-	routes, err := c.PolicyRoutes()
+	routes, err := c.PolicyRoutes(config.RouteDeps{Signed: tokens.RawVerifier{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,6 +50,18 @@ func TestParseGood(t *testing.T) {
 
 func TestValidationNamesTheField(t *testing.T) {
 	cases := map[string]string{
+		"store: \"host=localhost dbname=x\"":                                  "store: looks like a keyword/value DSN",
+		"store: \"etcd://\"":                                                  "store:",
+		"store: \"postgres://a b\"":                                           "store: not a valid postgres URL",
+		"api_listen: \"0.0.0.0:8081\"":                                        "api_listen: 0.0.0.0:8081 is not a loopback address",
+		"signing: {token_lifetime: 0s}":                                       "signing.token_lifetime: must be from 1s",
+		"signing: {algorithm: RS256}":                                         "signing.algorithm: must be EdDSA, ES256 or HS256",
+		"api_keys: [{name: a, sha256: xyz, leases: [\"a*\"]}]":                "api_keys[0].sha256: must be 64 hex digits",
+		"api_keys: [{name: a, sha256: \"" + strings.Repeat("ab", 32) + "\"}]": "api_keys[0].leases: a non-admin key needs",
+		"routes: [{prefix: /a/, upstream: \"http://a\", epoch_source: {kind: postgres, dsn: \"postgres://x/y\"}}]": "routes[0].epoch_source: needs tokens: raw",
+		"routes: [{prefix: /a/, upstream: \"http://a\", tokens: raw, epoch_source: {kind: zk}}]":                   "routes[0].epoch_source.kind: must be postgres or etcd",
+		"routes: [{prefix: /a/, upstream: \"http://a\", tokens: raw, epoch_source: {kind: etcd}}]":                 "routes[0].epoch_source.endpoints: at least one",
+		"routes: [{prefix: /a/, upstream: \"http://a\", tokens: raw, epoch_source: {kind: postgres, dsn: x}}]":     "routes[0].epoch_source.dsn: must be a postgres:// URL",
 		"listen: nope":                   "listen: not a host:port",
 		"api_listen: \"127.0.0.1:8080\"": "api_listen: must differ from listen",
 		"store: \"redis://x\"":           "store: unknown store URL scheme",
@@ -59,7 +72,7 @@ func TestValidationNamesTheField(t *testing.T) {
 		"routes: [{prefix: email, upstream: \"http://a\"}]":                                      "routes[0].prefix: must start with /",
 		"routes: [{prefix: /a/, upstream: \"ftp://a\"}]":                                         "routes[0].upstream: not an absolute http(s) URL",
 		"routes: [{prefix: /a/, upstream: \"http://a\"}, {prefix: /b/, upstream: \"/rel\"}]":     "routes[1].upstream: not an absolute http(s) URL",
-		"routes: [{prefix: /a/, upstream: \"http://a\", tokens: jwt}]":                           "routes[0].tokens: must be raw",
+		"routes: [{prefix: /a/, upstream: \"http://a\", tokens: jwt}]":                           "routes[0].tokens: must be signed, raw or any",
 		"routes: [{prefix: /a/, upstream: \"http://a\", resource: \"x{\"}]":                      "routes[0].resource: unclosed",
 		"routes: [{prefix: /a/, upstream: \"http://a\", methods: [post]}]":                       "routes[0].methods[0]: \"post\" is not an HTTP method",
 		"routes: [{prefix: /a/, upstream: \"http://a\"}, {prefix: /a/, upstream: \"http://b\"}]": "routes[1].prefix: routes[0] already serves",
@@ -120,7 +133,7 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
-		if _, err := c.PolicyRoutes(); err != nil {
+		if _, err := c.PolicyRoutes(config.RouteDeps{Signed: tokens.RawVerifier{}}); err != nil {
 			t.Fatalf("valid config gives no routes: %v", err)
 		}
 	})

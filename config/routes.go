@@ -8,8 +8,16 @@ import (
 	"github.com/fencegw/fencegw/tokens"
 )
 
+// RouteDeps are what routes need beyond their configuration.
+type RouteDeps struct {
+	// Signed verifies signed tokens; routes with tokens signed or any need it.
+	Signed tokens.Verifier
+	// OpenSource opens a route's epoch source; field names it in errors.
+	OpenSource func(field string, s *EpochSource) (tokens.EpochSource, error)
+}
+
 // PolicyRoutes turns the validated routes into policy routes.
-func (c *Config) PolicyRoutes() ([]*policy.Route, error) {
+func (c *Config) PolicyRoutes(d RouteDeps) ([]*policy.Route, error) {
 	routes := make([]*policy.Route, 0, len(c.Routes))
 	for i, r := range c.Routes {
 		at := fmt.Sprintf("routes[%d]", i)
@@ -23,9 +31,31 @@ func (c *Config) PolicyRoutes() ([]*policy.Route, error) {
 			Prefix:      r.Prefix,
 			Upstream:    u,
 			StripPrefix: r.StripPrefix,
-			Tokens:      policy.TokensRaw,
-			Verifier:    tokens.RawVerifier{},
+			Tokens:      policy.TokenMode(r.Tokens),
 			Methods:     r.Methods,
+		}
+		if pr.Tokens == "" {
+			pr.Tokens = policy.TokensSigned
+		}
+		switch pr.Tokens {
+		case policy.TokensRaw:
+			pr.Verifier = tokens.RawVerifier{}
+		case policy.TokensSigned, policy.TokensAny:
+			if d.Signed == nil {
+				return nil, &FieldError{Field: at + ".tokens", Msg: "signed tokens need the token authority's keys"}
+			}
+			pr.Verifier = d.Signed
+			if pr.Tokens == policy.TokensAny {
+				pr.Verifier = tokens.AnyVerifier{Signed: d.Signed}
+			}
+		}
+		if r.EpochSource != nil {
+			if d.OpenSource == nil {
+				return nil, &FieldError{Field: at + ".epoch_source", Msg: "epoch sources are not available here"}
+			}
+			if pr.EpochSource, err = d.OpenSource(at+".epoch_source", r.EpochSource); err != nil {
+				return nil, err
+			}
 		}
 		if len(pr.Methods) == 0 {
 			pr.Methods = policy.DefaultFencedMethods

@@ -7,7 +7,10 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/fencegw/fencegw/policy"
+	"github.com/fencegw/fencegw/tokens/etcdstore"
 )
 
 // FieldError is a validation error about one field, named by its path in
@@ -42,6 +45,7 @@ func (c *Config) Validate() error {
 		"store_timeout": c.StoreTimeout, "shutdown_timeout": c.ShutdownTimeout,
 		"read_header_timeout": c.ReadHeaderTimeout, "idle_timeout": c.IdleTimeout,
 		"upstream_dial_timeout": c.UpstreamDialTimeout, "upstream_response_header_timeout": c.UpstreamResponseHeaderTimeout,
+		"upstream_timeout": c.UpstreamTimeout,
 	} {
 		if d <= 0 {
 			bad(name, "must be a positive duration, got %s", d.D())
@@ -62,6 +66,11 @@ func (c *Config) Validate() error {
 	case "json", "text":
 	default:
 		bad("log_format", "must be json or text, got %q", c.LogFormat)
+	}
+	errs = append(errs, c.Signing.validate()...)
+	errs = append(errs, validateAPIKeys(c.APIKeys)...)
+	if len(c.APIKeys) == 0 && c.APIListen != "" && !IsLoopback(c.APIListen) {
+		bad("api_listen", "%s is not a loopback address: without api_keys the control API serves on loopback only", c.APIListen)
 	}
 	if len(c.Routes) == 0 {
 		bad("routes", "at least one route is required")
@@ -91,10 +100,17 @@ func (r *Route) validate(at string) []error {
 	if _, err := ParseUpstream(r.Upstream); err != nil {
 		bad("upstream", "%v", err)
 	}
-	switch r.Tokens {
-	case "", string(policy.TokensRaw):
+	switch policy.TokenMode(r.Tokens) {
+	case "", policy.TokensSigned, policy.TokensAny:
+		if r.EpochSource != nil {
+			bad("epoch_source", "needs tokens: raw")
+		}
+	case policy.TokensRaw:
+		if r.EpochSource != nil {
+			errs = append(errs, r.EpochSource.validate(at+".epoch_source")...)
+		}
 	default:
-		bad("tokens", "must be raw, got %q", r.Tokens)
+		bad("tokens", "must be signed, raw or any, got %q", r.Tokens)
 	}
 	if r.Resource != "" {
 		if _, err := policy.ParseTemplate(r.Resource); err != nil {
@@ -123,6 +139,19 @@ func ParseUpstream(s string) (*url.URL, error) {
 		return nil, fmt.Errorf("must not carry a query, fragment or user info: %q", s)
 	}
 	return u, nil
+}
+
+// IsLoopback reports whether a listen address binds loopback interfaces only.
+func IsLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func checkAddr(a string) error {
@@ -159,10 +188,11 @@ const (
 
 // KindOf returns the backend a store setting selects.
 func KindOf(store string) StoreKind {
-	switch {
-	case strings.HasPrefix(store, "postgres://"), strings.HasPrefix(store, "postgresql://"):
+	scheme, _, _ := strings.Cut(store, "://")
+	switch strings.ToLower(scheme) {
+	case "postgres", "postgresql":
 		return StorePostgres
-	case strings.HasPrefix(store, "etcd://"), strings.HasPrefix(store, "etcd+https://"):
+	case "etcd", "etcd+http", "etcd+https":
 		return StoreEtcd
 	default:
 		return StoreEmbedded
@@ -174,12 +204,23 @@ func CheckStore(store string) error {
 	if store == "" {
 		return errors.New("required: a file path, postgres://… or etcd://host:port")
 	}
-	if KindOf(store) == StoreEmbedded && strings.Contains(store, "://") {
-		return fmt.Errorf("unknown store URL scheme in %q: want a file path, postgres:// or etcd://", redact(store))
-	}
-	if KindOf(store) == StorePostgres {
-		if _, err := url.Parse(store); err != nil {
-			return fmt.Errorf("not a postgres URL: %q", redact(store))
+	switch KindOf(store) {
+	case StoreEmbedded:
+		if strings.Contains(store, "://") {
+			return fmt.Errorf("unknown store URL scheme in %q: want a file path, postgres:// or etcd://", redact(store))
+		}
+		if strings.Contains(store, "=") {
+			// A keyword/value DSN would otherwise become a file name, and
+			// replicas meant to share a database would each fence alone.
+			return errors.New("looks like a keyword/value DSN: write PostgreSQL stores as postgres:// URLs")
+		}
+	case StorePostgres:
+		if _, err := pgxpool.ParseConfig(store); err != nil {
+			return fmt.Errorf("not a valid postgres URL: %q", redact(store))
+		}
+	case StoreEtcd:
+		if _, err := etcdstore.ParseURL(store); err != nil {
+			return err
 		}
 	}
 	return nil

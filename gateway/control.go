@@ -20,13 +20,29 @@ type ControlOptions struct {
 	Logger *slog.Logger
 	// ReadyTimeout bounds the store check behind /readyz (default 2s).
 	ReadyTimeout time.Duration
+	// Issuer signs tokens for granted and renewed leases; without one the
+	// lease answers carry no token.
+	Issuer TokenIssuer
+	// JWKS returns the public keys that verify issued tokens; nil serves
+	// an empty key set.
+	JWKS func() ([]byte, error)
+	// Keys authenticate callers; empty lets every caller through.
+	Keys APIKeys
 }
 
 // NewControlAPI returns the control API handler, served on its own listener:
 //
-//	GET /healthz               200 while the process runs
-//	GET /readyz                200 while the store answers, 503 otherwise
-//	GET /v1/fences/{resource}  the resource's current epoch
+//	GET  /healthz                      200 while the process runs
+//	GET  /readyz                       200 while the store answers, 503 otherwise
+//	GET  /.well-known/jwks.json        the public keys that verify issued tokens
+//	POST /v1/leases/{name}/acquire     grant a lease (and fence resource name)
+//	POST /v1/leases/{name}/renew       extend a held lease
+//	POST /v1/leases/{name}/release     end a held lease
+//	GET  /v1/leases/{name}             a lease's state
+//	GET  /v1/fences/{resource}         the resource's current epoch (admin)
+//
+// With API keys, the lease endpoints need a key allowed for the lease name
+// and the fence endpoint an admin key; the others are open.
 func NewControlAPI(o ControlOptions) http.Handler {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -46,7 +62,18 @@ func NewControlAPI(o ControlOptions) http.Handler {
 	})
 	r.Get("/healthz", c.healthz)
 	r.Get("/readyz", c.readyz)
-	r.Get("/v1/fences/{resource}", c.getFence)
+	r.Get("/.well-known/jwks.json", c.jwks)
+	r.Group(func(r chi.Router) {
+		r.Use(o.Keys.requireKey(func(k *APIKey, r *http.Request) bool {
+			name, err := pathParam(r, "name")
+			return err == nil && k.mayUseLease(name)
+		}))
+		c.mountLeases(r)
+	})
+	r.Group(func(r chi.Router) {
+		r.Use(o.Keys.requireKey(func(k *APIKey, _ *http.Request) bool { return k.Admin }))
+		r.Get("/v1/fences/{resource}", c.getFence)
+	})
 	return r
 }
 
@@ -77,7 +104,7 @@ type FenceState struct {
 }
 
 func (c *control) getFence(w http.ResponseWriter, r *http.Request) {
-	resource, err := url.PathUnescape(chi.URLParam(r, "resource"))
+	resource, err := pathParam(r, "resource")
 	if err == nil {
 		err = tokens.ValidateResource(resource)
 	}
@@ -100,6 +127,31 @@ func (c *control) getFence(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, FenceState{Resource: resource, Epoch: epoch})
+}
+
+func (c *control) jwks(w http.ResponseWriter, r *http.Request) {
+	body := []byte(`{"keys":[]}`)
+	if c.JWKS != nil {
+		var err error
+		if body, err = c.JWKS(); err != nil {
+			writeProblem(w, Problem{Type: TypeInternal, Title: "Key set unavailable", Status: http.StatusInternalServerError,
+				Detail: err.Error()})
+			return
+		}
+	}
+	w.Header().Set("Content-Type", "application/jwk-set+json")
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	w.Write(body)
+}
+
+// pathParam returns a route parameter decoded exactly once: chi matches on
+// the escaped path when the request has one, on the decoded path otherwise.
+func pathParam(r *http.Request, key string) (string, error) {
+	v := chi.URLParam(r, key)
+	if r.URL.RawPath == "" {
+		return v, nil
+	}
+	return url.PathUnescape(v)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -20,6 +20,8 @@ const (
 	DecisionMissing     Decision = "missing"
 	DecisionInvalid     Decision = "invalid"
 	DecisionUnavailable Decision = "unavailable"
+	DecisionForbidden   Decision = "forbidden"
+	DecisionForged      Decision = "forged"
 )
 
 // Fencing is middleware that admits or refuses fenced requests. It needs the
@@ -46,44 +48,95 @@ func Fencing(fence *tokens.Fence, log *slog.Logger) func(http.Handler) http.Hand
 }
 
 // decide checks one fenced request. It returns the admission, or the problem
-// to answer with.
+// to answer with. The steps: a token must be present (428) and verify (400
+// when malformed, 401 when not authentic); the resource is the route's, the
+// token's, or the request's (400 when none, 403 when the token names another
+// than the route); an epoch source, where the route names one, must agree
+// (412 below, 403 above); then the fence decides (412 stale, 403 never
+// issued, 503 unconfirmed).
 func decide(r *http.Request, rt *policy.Route, fence *tokens.Fence) (Admission, *Problem) {
-	resource, resErr := rt.ResolveResource(r)
 	tok := r.Header.Values(TokenHeader)
 	switch {
 	case len(tok) == 0 || tok[0] == "":
+		resource, _ := rt.ResolveResource(r)
 		return Admission{}, &Problem{Type: TypeTokenRequired, Title: "Fencing token required", Status: http.StatusPreconditionRequired,
 			Detail:   fmt.Sprintf("%s %s is fenced: send the epoch in the %s header", r.Method, rt.Prefix, TokenHeader),
 			Resource: resource}
 	case len(tok) > 1:
 		return Admission{}, &Problem{Type: TypeMalformedToken, Title: "Malformed fencing token", Status: http.StatusBadRequest,
-			Detail: fmt.Sprintf("%d %s headers, want one", len(tok), TokenHeader), Resource: resource}
+			Detail: fmt.Sprintf("%d %s headers, want one", len(tok), TokenHeader)}
 	}
 	claims, err := rt.Verifier.Verify(r.Context(), tok[0])
-	if err != nil {
+	switch {
+	case errors.Is(err, tokens.ErrUnauthenticated):
+		return Admission{}, &Problem{Type: TypeUnauthenticated, Title: "Fencing token not authentic", Status: http.StatusUnauthorized,
+			Detail: err.Error()}
+	case err != nil:
 		return Admission{}, &Problem{Type: TypeMalformedToken, Title: "Malformed fencing token", Status: http.StatusBadRequest,
-			Detail: err.Error(), Resource: resource}
+			Detail: err.Error()}
 	}
-	if resErr != nil {
-		return Admission{}, &Problem{Type: TypeBadResource, Title: "Resource cannot be determined", Status: http.StatusBadRequest,
-			Detail: resErr.Error(), PresentedEpoch: epochPtr(claims.Epoch)}
+	a := Admission{Epoch: claims.Epoch, Holder: claims.Holder}
+	a.Resource, err = resolveResource(r, rt, claims)
+	switch {
+	case errors.Is(err, tokens.ErrWrongResource):
+		return a, &Problem{Type: TypeWrongResource, Title: "Token issued for another resource", Status: http.StatusForbidden,
+			Detail: err.Error(), Resource: a.Resource, PresentedEpoch: epochPtr(claims.Epoch)}
+	case err != nil:
+		return a, &Problem{Type: TypeBadResource, Title: "Resource cannot be determined", Status: http.StatusBadRequest,
+			Detail: err.Error(), PresentedEpoch: epochPtr(claims.Epoch)}
 	}
-	err = fence.Admit(r.Context(), resource, claims.Epoch)
-	var stale *tokens.StaleEpochError
+	if rt.EpochSource != nil {
+		if p := refusal(rt.EpochSource.Check(r.Context(), a.Resource, claims.Epoch), a); p != nil {
+			p.Detail = "epoch source: " + p.Detail
+			return a, p
+		}
+	}
+	return a, refusal(fence.Admit(r.Context(), a.Resource, claims.Epoch), a)
+}
+
+// resolveResource names the resource a verified request writes to. A signed
+// token names its resource; on a route that names one too, they must agree.
+func resolveResource(r *http.Request, rt *policy.Route, claims tokens.Claims) (string, error) {
+	if claims.Resource == "" {
+		return rt.ResolveResource(r)
+	}
+	if rt.Resource == nil {
+		return claims.Resource, nil
+	}
+	want, err := rt.ResolveResource(r)
+	if err != nil {
+		return "", err
+	}
+	if want != claims.Resource {
+		return want, fmt.Errorf("%w: the token is for %q, this route writes to %q", tokens.ErrWrongResource, claims.Resource, want)
+	}
+	return want, nil
+}
+
+// refusal maps a fence or epoch source verdict to its problem; nil admits.
+func refusal(err error, a Admission) *Problem {
+	var (
+		stale     *tokens.StaleEpochError
+		notIssued *tokens.EpochNotIssuedError
+	)
 	switch {
 	case err == nil:
-		return Admission{Resource: resource, Epoch: claims.Epoch, Holder: claims.Holder}, nil
+		return nil
 	case errors.As(err, &stale):
-		return Admission{}, &Problem{Type: TypeStaleEpoch, Title: "Stale fencing epoch", Status: http.StatusPreconditionFailed,
-			Detail:   fmt.Sprintf("epoch %d is below the current epoch %d of %q", stale.Presented, stale.Current, resource),
-			Resource: resource, PresentedEpoch: epochPtr(stale.Presented), CurrentEpoch: epochPtr(stale.Current)}
+		return &Problem{Type: TypeStaleEpoch, Title: "Stale fencing epoch", Status: http.StatusPreconditionFailed,
+			Detail:   fmt.Sprintf("epoch %d is below the current epoch %d of %q", stale.Presented, stale.Current, a.Resource),
+			Resource: a.Resource, PresentedEpoch: epochPtr(stale.Presented), CurrentEpoch: epochPtr(stale.Current)}
+	case errors.As(err, &notIssued):
+		return &Problem{Type: TypeEpochNotIssued, Title: "Epoch was never issued", Status: http.StatusForbidden,
+			Detail:   fmt.Sprintf("epoch %d is above the highest epoch issued for %q", notIssued.Presented, a.Resource),
+			Resource: a.Resource, PresentedEpoch: epochPtr(notIssued.Presented), CurrentEpoch: epochPtr(notIssued.Issued)}
 	case errors.Is(err, tokens.ErrInvalidEpoch):
-		return Admission{}, &Problem{Type: TypeMalformedToken, Title: "Malformed fencing token", Status: http.StatusBadRequest,
-			Detail: err.Error(), Resource: resource}
+		return &Problem{Type: TypeMalformedToken, Title: "Malformed fencing token", Status: http.StatusBadRequest,
+			Detail: err.Error(), Resource: a.Resource}
 	default:
-		return Admission{}, &Problem{Type: TypeStoreUnavailable, Title: "Fencing store unavailable", Status: http.StatusServiceUnavailable,
-			Detail:   "the store could not confirm this epoch; nothing was forwarded",
-			Resource: resource, PresentedEpoch: epochPtr(claims.Epoch), retryAfter: 1}
+		return &Problem{Type: TypeStoreUnavailable, Title: "Fencing store unavailable", Status: http.StatusServiceUnavailable,
+			Detail:   "the epoch could not be confirmed; nothing was forwarded",
+			Resource: a.Resource, PresentedEpoch: epochPtr(a.Epoch), retryAfter: 1}
 	}
 }
 
@@ -95,6 +148,10 @@ func decisionOf(p *Problem) Decision {
 		return DecisionMissing
 	case http.StatusServiceUnavailable:
 		return DecisionUnavailable
+	case http.StatusUnauthorized:
+		return DecisionForged
+	case http.StatusForbidden:
+		return DecisionForbidden
 	default:
 		return DecisionInvalid
 	}

@@ -1,11 +1,11 @@
 package gateway
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
-
-	"github.com/go-chi/chi/v5"
+	"time"
 
 	"github.com/fencegw/fencegw/tokens"
 )
@@ -19,10 +19,16 @@ type Options struct {
 	// MaxBodyBytes caps request bodies; 0 means no cap. A declared
 	// Content-Length above it is refused with 413 before any fencing.
 	MaxBodyBytes int64
+	// UpstreamTimeout bounds a whole admitted exchange with the upstream,
+	// reading the client's body included (default 30s). It bounds how long
+	// a write admitted at one epoch can still reach the upstream.
+	UpstreamTimeout time.Duration
 }
 
 // New returns the proxy handler: path check and route matching, the body
-// limit, the fencing decision, and the reverse proxy, in that order.
+// limit, the fencing decision, the exchange deadline and the reverse proxy,
+// in that order. Every method reaches the chain; routes decide which are
+// fenced.
 func New(o Options) http.Handler {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -30,14 +36,39 @@ func New(o Options) http.Handler {
 	if o.Transport == nil {
 		o.Transport = NewTransport(TransportOptions{})
 	}
-	r := chi.NewRouter()
-	r.Use(MatchRoute(o.Routes))
-	if o.MaxBodyBytes > 0 {
-		r.Use(LimitBody(o.MaxBodyBytes))
+	if o.UpstreamTimeout <= 0 {
+		o.UpstreamTimeout = 30 * time.Second
 	}
-	r.Use(Fencing(o.Fence, o.Logger))
-	r.Handle("/*", NewProxy(o.Transport, o.Logger))
-	return r
+	var h http.Handler = NewProxy(o.Transport, o.Logger)
+	h = Deadline(o.UpstreamTimeout)(h)
+	h = Fencing(o.Fence, o.Logger)(h)
+	if o.MaxBodyBytes > 0 {
+		h = LimitBody(o.MaxBodyBytes)(h)
+	}
+	return MatchRoute(o.Routes)(h)
+}
+
+// Deadline is middleware that bounds an admitted write's whole exchange
+// with the upstream, from admission until the upstream's answer has begun:
+// the client's body must arrive and the upstream must answer within d, or
+// the exchange is cut (504 when nothing was sent back yet). Without it a
+// client trickling its body could deliver a write admitted at epoch E long
+// after E+1 was admitted.
+func Deadline(d time.Duration) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if _, ok := AdmissionFrom(r.Context()); !ok {
+				next.ServeHTTP(w, r)
+				return
+			}
+			deadline := time.Now().Add(d)
+			// Not every ResponseWriter supports it (httptest recorders).
+			_ = http.NewResponseController(w).SetReadDeadline(deadline)
+			ctx, cancel := context.WithDeadline(r.Context(), deadline)
+			defer cancel()
+			next.ServeHTTP(w, r.WithContext(ctx))
+		})
+	}
 }
 
 // LimitBody is middleware that refuses a request whose declared length

@@ -23,6 +23,7 @@ import (
 	"github.com/fencegw/fencegw/tokens/boltstore"
 	"github.com/fencegw/fencegw/tokens/etcdstore"
 	"github.com/fencegw/fencegw/tokens/pgstore"
+	"github.com/fencegw/fencegw/tokens/signed"
 	"github.com/fencegw/fencegw/tokens/storetest"
 )
 
@@ -174,16 +175,69 @@ type gw struct {
 	proxy *httptest.Server
 	api   *httptest.Server
 	fence *tokens.Fence
+	auth  *testAuthority
 }
 
 type routeSpec struct {
 	prefix, resource string
 	methods          []string
 	strip            bool
+	tokens           policy.TokenMode // raw when empty
+}
+
+// testAuthority signs and verifies tokens with a fresh Ed25519 key.
+type testAuthority struct {
+	keys     *signed.Keyring
+	signer   *signed.Signer
+	verifier *signed.Verifier
+}
+
+func newTestAuthority(t testing.TB) *testAuthority {
+	t.Helper()
+	k, err := signed.GenerateKey("EdDSA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ring, err := signed.NewKeyring(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := signed.NewSigner(ring, "fencegw", "fencegw", 10*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := signed.NewVerifier(ring, "fencegw", "fencegw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testAuthority{keys: ring, signer: s, verifier: v}
+}
+
+func (a *testAuthority) Issue(holder, resource string, epoch int64) (string, time.Time, error) {
+	return a.signer.Sign(holder, resource, epoch, time.Now())
+}
+
+// gatewayOptions tune newGatewayWith beyond the store and routes.
+type gatewayOptions struct {
+	transport http.RoundTripper
+	auth      *testAuthority
+	keys      gateway.APIKeys
+	sources   map[string]tokens.EpochSource // by route prefix
+	// upstreamTimeout bounds admitted exchanges (gateway default when 0).
+	upstreamTimeout time.Duration
 }
 
 func newGateway(t *testing.T, store tokens.Store, up *upstream, transport http.RoundTripper, specs ...routeSpec) *gw {
 	t.Helper()
+	return newGatewayWith(t, store, up, gatewayOptions{transport: transport}, specs...)
+}
+
+func newGatewayWith(t *testing.T, store tokens.Store, up *upstream, o gatewayOptions, specs ...routeSpec) *gw {
+	t.Helper()
+	transport := o.transport
+	if o.auth == nil {
+		o.auth = newTestAuthority(t)
+	}
 	if len(specs) == 0 {
 		specs = []routeSpec{{prefix: "/email/", resource: "invoice-sweeper"}, {prefix: "/any/"}}
 	}
@@ -191,7 +245,13 @@ func newGateway(t *testing.T, store tokens.Store, up *upstream, transport http.R
 	var routes []*policy.Route
 	for _, s := range specs {
 		r := &policy.Route{Prefix: s.prefix, Upstream: u, Tokens: policy.TokensRaw, Verifier: tokens.RawVerifier{},
-			Methods: policy.DefaultFencedMethods, StripPrefix: s.strip}
+			Methods: policy.DefaultFencedMethods, StripPrefix: s.strip, EpochSource: o.sources[s.prefix]}
+		switch s.tokens {
+		case policy.TokensSigned:
+			r.Tokens, r.Verifier = s.tokens, o.auth.verifier
+		case policy.TokensAny:
+			r.Tokens, r.Verifier = s.tokens, tokens.AnyVerifier{Signed: o.auth.verifier}
+		}
 		if s.methods != nil {
 			r.Methods = s.methods
 		}
@@ -217,8 +277,10 @@ func newGateway(t *testing.T, store tokens.Store, up *upstream, transport http.R
 	}
 	g := &gw{
 		proxy: httptest.NewServer(gateway.New(gateway.Options{Routes: gateway.NewRoutes(table), Fence: fence,
-			Transport: transport, Logger: log, MaxBodyBytes: 1 << 20})),
-		api:   httptest.NewServer(gateway.NewControlAPI(gateway.ControlOptions{Fence: fence, Logger: log, ReadyTimeout: time.Second})),
+			Transport: transport, Logger: log, MaxBodyBytes: 1 << 20, UpstreamTimeout: o.upstreamTimeout})),
+		api: httptest.NewServer(gateway.NewControlAPI(gateway.ControlOptions{Fence: fence, Logger: log, ReadyTimeout: time.Second,
+			Issuer: o.auth, JWKS: o.auth.keys.JWKS, Keys: o.keys})),
+		auth:  o.auth,
 		fence: fence,
 	}
 	t.Cleanup(g.proxy.Close)

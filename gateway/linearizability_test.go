@@ -74,7 +74,7 @@ var fenceModel = porcupine.NondeterministicModel{
 			if in.epoch < hwm && out.current > in.epoch && out.current <= hwm {
 				return []any{hwm}
 			}
-		case "unknown":
+		case "unknown", "unavailable":
 			if in.epoch >= hwm {
 				return []any{hwm, in.epoch}
 			}
@@ -144,7 +144,7 @@ func runClients(t *testing.T, replicas []*gw, up *recordingUpstream, clients, op
 				call := h.now()
 				out := writeFence(client, g, res, e, id)
 				ret := h.now()
-				if out.outcome == "unknown" {
+				if out.outcome == "unknown" || out.outcome == "unavailable" {
 					ret = math.MaxInt64 // it may take effect at any time after its call
 				}
 				h.add(c, fenceInput{resource: res, epoch: e}, out, call, ret)
@@ -179,6 +179,10 @@ func writeFence(c *http.Client, g *gw, res string, epoch int64, id string) fence
 		}
 		json.Unmarshal(body, &p)
 		return fenceOutput{outcome: "stale", current: p.Current}
+	case http.StatusServiceUnavailable:
+		// The store could not confirm: the HWM may or may not have moved,
+		// but the write must not have been forwarded.
+		return fenceOutput{outcome: "unavailable"}
 	default:
 		return fenceOutput{outcome: "unknown"}
 	}
@@ -249,9 +253,9 @@ func check(t *testing.T, h *history, up *recordingUpstream) {
 			if len(got) != 1 || got[0] != want {
 				t.Errorf("admitted write %s reached the upstream as %v, want once with epoch %s", id, got, want)
 			}
-		case "stale":
+		case "stale", "unavailable":
 			if len(got) != 0 {
-				t.Errorf("stale write %s reached the upstream %v", id, got)
+				t.Errorf("%s write %s reached the upstream %v", out.outcome, id, got)
 			}
 		}
 	}

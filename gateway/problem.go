@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"time"
 )
 
 // Problem is an RFC 9457 problem document with fencegw's extension members.
@@ -18,6 +19,10 @@ type Problem struct {
 	Resource       string `json:"resource,omitempty"`
 	PresentedEpoch *int64 `json:"presented_epoch,omitempty"`
 	CurrentEpoch   *int64 `json:"current_epoch,omitempty"`
+
+	Lease     string     `json:"lease,omitempty"`
+	Holder    string     `json:"holder,omitempty"`
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
 
 	// retryAfter, in seconds, is sent as the Retry-After header when positive.
 	retryAfter int
@@ -40,6 +45,15 @@ const (
 	TypeBodyTooLarge     = "urn:fencegw:problem:body-too-large"
 	TypeNotFound         = "urn:fencegw:problem:not-found"
 	TypeMethodNotAllowed = "urn:fencegw:problem:method-not-allowed"
+	TypeUnauthenticated  = "urn:fencegw:problem:unauthenticated-token"
+	TypeWrongResource    = "urn:fencegw:problem:wrong-resource"
+	TypeEpochNotIssued   = "urn:fencegw:problem:epoch-not-issued"
+	TypeLeaseHeld        = "urn:fencegw:problem:lease-held"
+	TypeLeaseLost        = "urn:fencegw:problem:lease-lost"
+	TypeBadRequest       = "urn:fencegw:problem:bad-request"
+	TypeUnauthorized     = "urn:fencegw:problem:unauthorized"
+	TypeForbidden        = "urn:fencegw:problem:forbidden"
+	TypeInternal         = "urn:fencegw:problem:internal"
 )
 
 func epochPtr(e int64) *int64 { return &e }

@@ -75,13 +75,26 @@ func rewrite(pr *httputil.ProxyRequest) {
 	pr.SetURL(rt.Upstream)
 	pr.SetXForwarded()
 	h := pr.Out.Header
-	h.Del(TokenHeader)
-	h.Del(EpochHeader)
-	h.Del(ResourceHeader)
+	for name := range h {
+		if isFencingHeader(name) {
+			delete(h, name)
+		}
+	}
 	if a, ok := AdmissionFrom(ctx); ok {
 		h[EpochHeader] = []string{strconv.FormatInt(a.Epoch, 10)}
 		h[ResourceHeader] = []string{a.Resource}
 	}
+}
+
+// isFencingHeader reports whether name is one of the fencing headers, also
+// when spelled with underscores (CGI-style servers fold "_" into "-"), so a
+// client cannot forge what the upstream reads as the admitted epoch.
+func isFencingHeader(name string) bool {
+	if len(name) < len("Fencing-") || !strings.EqualFold(name[:len("Fencing")], "Fencing") {
+		return false
+	}
+	n := strings.ReplaceAll(name, "_", "-")
+	return strings.EqualFold(n, TokenHeader) || strings.EqualFold(n, EpochHeader) || strings.EqualFold(n, ResourceHeader)
 }
 
 // stripPrefix removes the route's prefix from the outgoing path, keeping a
@@ -111,7 +124,7 @@ func proxyErrorHandler(log *slog.Logger) func(http.ResponseWriter, *http.Request
 		}
 		var tooLarge *http.MaxBytesError
 		switch {
-		case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
+		case errors.Is(err, context.Canceled) && errors.Is(r.Context().Err(), context.Canceled):
 			log.LogAttrs(r.Context(), slog.LevelInfo, "client went away", slog.String("route", rt.Name),
 				slog.Int("status", StatusClientClosedRequest))
 			w.WriteHeader(StatusClientClosedRequest)

@@ -117,6 +117,7 @@ func TestTableMatch(t *testing.T) {
 		{"gw", "/email/bulk/x", "", "/email/bulk/"},
 		{"gw", "/email", "", "/"},
 		{"API.example.com:8080", "/email/send", "api.example.com", "/email/"},
+		{"api.example.com.", "/email/send", "api.example.com", "/email/"},
 		{"api.example.com", "/other", "", "/"},
 	}
 	for _, c := range cases {
@@ -172,7 +173,7 @@ func TestCheckPath(t *testing.T) {
 			t.Errorf("CheckPath(%q) = %v", ok, err)
 		}
 	}
-	for _, bad := range []string{"", "a", "/..", "/a/../b", "/a/./b", "/a//b", "//a", "/a/.."} {
+	for _, bad := range []string{"", "a", "/..", "/a/../b", "/a/./b", "/a//b", "//a", "/a/..", "/pub/..;/email", "/email;x/send", "/pub\\..\\email"} {
 		if err := policy.CheckPath(bad); !errors.Is(err, policy.ErrUncleanPath) {
 			t.Errorf("CheckPath(%q) = %v, want ErrUncleanPath", bad, err)
 		}

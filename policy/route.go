@@ -15,8 +15,15 @@ import (
 // TokenMode says which fencing tokens a route accepts.
 type TokenMode string
 
-// TokensRaw accepts a raw decimal epoch in the Fencing-Token header.
-const TokensRaw TokenMode = "raw"
+// The token modes.
+const (
+	// TokensSigned accepts only tokens signed by the token authority.
+	TokensSigned TokenMode = "signed"
+	// TokensRaw accepts a raw decimal epoch in the Fencing-Token header.
+	TokensRaw TokenMode = "raw"
+	// TokensAny accepts either.
+	TokensAny TokenMode = "any"
+)
 
 // ResourceHeader is the request header that names the resource on routes
 // that do not name it themselves.
@@ -45,9 +52,12 @@ type Route struct {
 	Tokens TokenMode
 	// Verifier checks the route's tokens.
 	Verifier tokens.Verifier
-	// Resource names the resource; nil means the request's Fencing-Resource
-	// header does.
+	// Resource names the resource; nil means a signed token's resource, or
+	// else the request's Fencing-Resource header, does.
 	Resource *Template
+	// EpochSource, when set, is an external election whose current epoch a
+	// raw epoch must equal.
+	EpochSource tokens.EpochSource
 	// Methods are the fenced methods, upper case. Others pass unfenced.
 	Methods []string
 }
@@ -136,6 +146,7 @@ func (t *Table) Match(req *http.Request) *Route {
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
+	host = strings.TrimSuffix(host, ".") // "api.example." is "api.example"
 	for _, r := range t.routes {
 		if r.Host != "" && !strings.EqualFold(r.Host, host) {
 			continue
@@ -147,8 +158,9 @@ func (t *Table) Match(req *http.Request) *Route {
 	return nil
 }
 
-// ErrUncleanPath means a request path holds "." or ".." segments or empty
-// segments, which an upstream might resolve to a path of another route.
+// ErrUncleanPath means a request path holds ".", ".." or empty segments, or
+// the characters ";" or "\\", which an upstream might resolve to a path of
+// another route (a matrix parameter, a Windows separator).
 var ErrUncleanPath = errors.New("request path is not clean")
 
 // CheckPath refuses paths that are not in canonical form, so a request
@@ -164,6 +176,9 @@ func CheckPath(p string) error {
 	}
 	if strings.Contains(p, "//") {
 		return fmt.Errorf("%w: %q has an empty segment", ErrUncleanPath, p)
+	}
+	if i := strings.IndexAny(p, ";\\"); i >= 0 {
+		return fmt.Errorf("%w: %q holds %q", ErrUncleanPath, p, p[i])
 	}
 	return nil
 }

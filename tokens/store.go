@@ -19,8 +19,10 @@ type Store interface {
 	// Advance raises the HWM of resource to epoch in one atomic step if
 	// epoch is not below it, and returns the HWM after the call (epoch).
 	// If epoch is below the HWM it changes nothing and returns a
-	// *StaleEpochError whose Current is the HWM. An epoch that is not
-	// positive returns an error wrapping ErrInvalidEpoch.
+	// *StaleEpochError whose Current is the HWM. If a lease of the same
+	// name was ever granted and epoch is above the highest epoch issued,
+	// it changes nothing and returns *EpochNotIssuedError. An epoch that
+	// is not positive returns an error wrapping ErrInvalidEpoch.
 	Advance(ctx context.Context, resource string, epoch int64) (int64, error)
 
 	// Ping returns nil while the store can confirm operations.
@@ -32,4 +34,14 @@ type Store interface {
 
 	// Close releases the store's resources.
 	Close() error
+
+	LeaseStore
+}
+
+// KeyKeeper is implemented by shared stores that can keep the token
+// authority's generated signing key, so every replica signs with the same.
+type KeyKeeper interface {
+	// KeepKey stores key under name unless a key is already stored there,
+	// and returns the stored key: the first caller's wins.
+	KeepKey(ctx context.Context, name string, key []byte) ([]byte, error)
 }

@@ -1,6 +1,19 @@
 package tokens
 
-import "context"
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ErrUnauthenticated means a signed token failed verification: a bad
+// signature, an unknown key, a refused algorithm, an expired token, or the
+// wrong issuer or audience.
+var ErrUnauthenticated = errors.New("fencing token not authentic")
+
+// ErrWrongResource means a valid token was issued for another resource than
+// the one the request writes to.
+var ErrWrongResource = errors.New("token issued for another resource")
 
 // Claims is what a verified fencing token says.
 type Claims struct {
@@ -11,6 +24,18 @@ type Claims struct {
 	Resource string
 	// Holder is the lease holder the token was issued to; empty when unknown.
 	Holder string
+	// Expires is when a signed token lapses; zero for a raw epoch.
+	Expires time.Time
+}
+
+// EpochSource is an external election that is the truth about who leads a
+// resource, consulted on raw routes that name one.
+type EpochSource interface {
+	// Check returns nil when epoch is the source's current, live epoch for
+	// resource; a *StaleEpochError when epoch is below it (or the leader's
+	// lease lapsed); an *EpochNotIssuedError when epoch is above it; any
+	// other error when the source cannot answer (the caller fails closed).
+	Check(ctx context.Context, resource string, epoch int64) error
 }
 
 // Verifier turns the value of a Fencing-Token header into Claims. It returns
@@ -31,4 +56,27 @@ func (RawVerifier) Verify(_ context.Context, token string) (Claims, error) {
 		return Claims{}, err
 	}
 	return Claims{Epoch: e}, nil
+}
+
+// AnyVerifier accepts a raw decimal epoch or a signed token: a token made
+// only of digits is raw, anything else is handed to Signed.
+type AnyVerifier struct {
+	Signed Verifier
+}
+
+// Verify dispatches on the token's form.
+func (v AnyVerifier) Verify(ctx context.Context, token string) (Claims, error) {
+	if isDigits(token) {
+		return RawVerifier{}.Verify(ctx, token)
+	}
+	return v.Signed.Verify(ctx, token)
+}
+
+func isDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
 }

@@ -18,7 +18,13 @@ import (
 	"github.com/fencegw/fencegw/tokens"
 )
 
-var bucket = []byte("hwm")
+// Buckets: the HWM of each resource, the highest epoch issued for it by a
+// lease grant, and the lease records.
+var (
+	bucket       = []byte("hwm")
+	issuedBucket = []byte("issued")
+	leaseBucket  = []byte("lease")
+)
 
 // LockTimeout bounds how long Open waits for another process to release the
 // file before it gives up.
@@ -29,6 +35,13 @@ type Store struct {
 	db        *bolt.DB
 	closeOnce sync.Once
 	closeErr  error
+
+	// now is the process's clock; its monotonic reading decides lease
+	// deadlines.
+	now func() time.Time
+	// leaseMu serializes lease changes with their in-memory deadlines.
+	leaseMu   sync.Mutex
+	deadlines map[string]time.Time // monotonic deadline of each lease touched since Open
 }
 
 var _ tokens.Store = (*Store)(nil)
@@ -44,14 +57,18 @@ func Open(path string) (*Store, error) {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		_, err := tx.CreateBucketIfNotExists(bucket)
-		return err
+		for _, b := range [][]byte{bucket, issuedBucket, leaseBucket} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: create bucket: %w", path, err)
 	}
-	return &Store{db: db}, nil
+	return &Store{db: db, now: time.Now, deadlines: make(map[string]time.Time)}, nil
 }
 
 // Current returns the HWM of resource, or 0 if none was recorded.
@@ -105,13 +122,22 @@ func (s *Store) Advance(ctx context.Context, resource string, epoch int64) (int6
 		if epoch < cur {
 			return &tokens.StaleEpochError{Resource: resource, Presented: epoch, Current: cur}
 		}
-		var v [8]byte
-		binary.BigEndian.PutUint64(v[:], uint64(epoch))
-		return tx.Bucket(bucket).Put([]byte(resource), v[:])
+		issued, err := getFrom(tx, issuedBucket, resource)
+		if err != nil {
+			return err
+		}
+		if issued > 0 && epoch > issued {
+			return &tokens.EpochNotIssuedError{Resource: resource, Presented: epoch, Issued: issued}
+		}
+		return put(tx, bucket, resource, epoch)
 	})
 	var stale *tokens.StaleEpochError
 	if errors.As(err, &stale) {
 		return 0, stale
+	}
+	var notIssued *tokens.EpochNotIssuedError
+	if errors.As(err, &notIssued) {
+		return 0, notIssued
 	}
 	if err != nil {
 		return 0, &tokens.UnavailableError{Op: "advance", Resource: resource, Err: err}
@@ -119,10 +145,13 @@ func (s *Store) Advance(ctx context.Context, resource string, epoch int64) (int6
 	return epoch, nil
 }
 
-// get reads resource's HWM in tx. A value that is not 8 bytes encoding a
-// positive int64 is corruption and an error, never 0.
-func get(tx *bolt.Tx, resource string) (int64, error) {
-	v := tx.Bucket(bucket).Get([]byte(resource))
+// get reads resource's HWM in tx.
+func get(tx *bolt.Tx, resource string) (int64, error) { return getFrom(tx, bucket, resource) }
+
+// getFrom reads an epoch from bucket b in tx; 0 when absent. A value that is
+// not 8 bytes encoding a positive int64 is corruption and an error, never 0.
+func getFrom(tx *bolt.Tx, b []byte, resource string) (int64, error) {
+	v := tx.Bucket(b).Get([]byte(resource))
 	if v == nil {
 		return 0, nil
 	}
@@ -134,6 +163,13 @@ func get(tx *bolt.Tx, resource string) (int64, error) {
 		return 0, fmt.Errorf("corrupt HWM for %q: %d", resource, e)
 	}
 	return e, nil
+}
+
+// put writes an epoch to bucket b in tx.
+func put(tx *bolt.Tx, b []byte, resource string, epoch int64) error {
+	var v [8]byte
+	binary.BigEndian.PutUint64(v[:], uint64(epoch))
+	return tx.Bucket(b).Put([]byte(resource), v[:])
 }
 
 // Ping returns nil while the file is open.

@@ -51,3 +51,17 @@ func TestClosedStoreUnavailable(t *testing.T) {
 		t.Fatal("Ping on a closed store succeeded")
 	}
 }
+
+func TestLeaseContract(t *testing.T) {
+	storetest.RunLeases(t, func(t *testing.T) storetest.Factory {
+		path := filepath.Join(t.TempDir(), "fencegw.db")
+		return func(t *testing.T) tokens.Store {
+			s, err := boltstore.Open(path)
+			if err != nil {
+				t.Fatalf("Open: %v", err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		}
+	})
+}

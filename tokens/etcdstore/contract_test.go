@@ -21,3 +21,15 @@ func TestContract(t *testing.T) {
 		}
 	})
 }
+
+// TestLeaseContract runs the lease contract the same way: one single-member
+// cluster, one prefix per subtest, a new client per Factory call.
+func TestLeaseContract(t *testing.T) {
+	c := testetcd.Start(t, 1)
+	storetest.RunLeases(t, func(t *testing.T) storetest.Factory {
+		prefix := "/leases/" + t.Name() + "/"
+		return func(t *testing.T) tokens.Store {
+			return open(t, c, prefix)
+		}
+	})
+}

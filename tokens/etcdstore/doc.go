@@ -8,6 +8,43 @@
 // value that is not a positive decimal int64 is reported as corruption
 // (ErrCorruptValue), never read as 0.
 //
+// # Leases
+//
+// The Store is also a tokens.LeaseStore. Every deadline lives in etcd: a
+// lease is live exactly while an etcd lease with its TTL is, and no process's
+// clock decides who holds it. A lease named N uses four keys, all under the
+// store's prefix P:
+//
+//	P + N                  HWM of resource N (decimal), as above
+//	P + "\x00issued/" + N  highest epoch ever granted for N (decimal)
+//	P + "\x00lease/" + N   JSON record of the latest grant: holder, epoch,
+//	                       ttl_ms, etcd_lease (ID), etcd_ttl_s, granted_at
+//	P + "\x00alive/" + N   JSON {holder, epoch}, attached to the grant's etcd
+//	                       lease: it exists exactly while that lease is live
+//
+// The NUL byte cannot start (or appear in) a resource name, so lease keys
+// never collide with HWM keys, whatever the names. The HWM key is where it
+// always was, so HWMs written before leases existed keep working. Only the
+// HWM, issued and record keys are durable; the alive key is deleted by etcd
+// when the lease lapses (its TTL passes without renewal) or is released
+// (revoked).
+//
+// An acquire writes the record, the alive key, the HWM and the issued epoch
+// in one transaction conditioned on none of them having changed since they
+// were read: a grant fences the resource in the same atomic step. Advance
+// reads the issued key with the HWM and refuses epochs above it once a lease
+// was granted, conditioning its write on both keys.
+//
+// etcd lease TTLs are whole seconds: a TTL is rounded up, and etcd raises it
+// to the cluster's minimum (1.5 election timeouts, rounded up to a second;
+// 2s with etcd's default 1s election timeout). When a new leader takes over,
+// etcd extends every live lease to its full TTL (its checkpointed remaining
+// TTL if lease checkpointing is enabled) plus an election timeout. Both only
+// ever make a lease last longer than its TTL, never shorter: a holder that
+// treats ExpiresAt as its deadline stops in time (given clocks that run at
+// about the same rate), and a takeover after a leader change can take up to
+// about twice the TTL.
+//
 // All reads are linearizable (they go through the raft leader and need a
 // quorum), so Current reflects every Advance that returned before it, from
 // any process sharing the cluster; Exclusive is always false. When the
@@ -16,7 +53,8 @@
 // fail closed. Operations wait for the cluster as long as their context
 // allows, so callers should give them a deadline.
 //
-// Nothing in this package deletes keys. An operator who deletes or rewrites a
-// key by hand lowers or corrupts that resource's HWM; the store cannot detect
-// a deletion.
+// Nothing in this package deletes keys, except that revoking or letting an
+// etcd lease lapse deletes its alive key. An operator who deletes or rewrites
+// a key by hand lowers or corrupts that resource's HWM or lease; the store
+// cannot detect a deletion.
 package etcdstore

@@ -35,7 +35,9 @@ var _ tokens.Store = (*Store)(nil)
 // New returns a Store over c, keeping HWMs under prefix (DefaultPrefix if
 // empty). The key of a resource is prefix+resource, verbatim: a prefix should
 // end with a separator such as "/" so that it cannot run into another
-// prefix's keys. c must not be nil; closing the Store does not close it.
+// prefix's keys. Lease keys live under prefix too, behind a NUL byte that no
+// resource name holds (see the package documentation). c must not be nil;
+// closing the Store does not close it.
 func New(c *clientv3.Client, prefix string) *Store {
 	if prefix == "" {
 		prefix = DefaultPrefix
@@ -60,7 +62,7 @@ func (s *Store) Current(ctx context.Context, resource string) (int64, error) {
 	if err != nil {
 		return 0, unavailable(op, resource, fmt.Errorf("get %q: %w", key, err))
 	}
-	epoch, _, err := hwm(key, resp.Kvs)
+	epoch, _, err := readEpoch(key, resp.Kvs)
 	if err != nil {
 		return 0, unavailable(op, resource, err)
 	}
@@ -69,17 +71,22 @@ func (s *Store) Current(ctx context.Context, resource string) (int64, error) {
 
 // Advance raises the HWM of resource to epoch if epoch is not below it and
 // returns epoch. If epoch is below the HWM it returns a
-// *tokens.StaleEpochError holding the HWM and changes nothing. An invalid
-// resource or epoch returns an error wrapping tokens.ErrInvalidResource or
-// tokens.ErrInvalidEpoch; any other failure a *tokens.UnavailableError, in
-// which case the write may or may not have happened.
+// *tokens.StaleEpochError holding the HWM and changes nothing. If a lease
+// named resource was ever granted (its issued key exists) and epoch is above
+// the highest epoch issued, it returns a *tokens.EpochNotIssuedError and
+// changes nothing. An invalid resource or epoch returns an error wrapping
+// tokens.ErrInvalidResource or tokens.ErrInvalidEpoch; any other failure a
+// *tokens.UnavailableError, in which case the write may or may not have
+// happened.
 //
-// It reads the key linearizably and, if epoch is higher, writes it in a
-// transaction that succeeds only if the key's revision is still the one read
-// (or the key still absent). When another writer got there first, the
-// transaction's else branch returns the new value and the comparison starts
-// over from it, until the write succeeds, epoch turns out stale or equal, or
-// ctx ends.
+// It reads the HWM and issued keys in one linearizable transaction and, if
+// epoch is higher than the HWM and allowed by the issued epoch, writes it in
+// a transaction that succeeds only if neither key's revision changed since
+// the read (absent keys still absent), so that neither a concurrent Advance
+// nor a concurrent grant can slip in between. When another writer got there
+// first, the transaction's else branch returns both keys again and the
+// comparison starts over from them, until the write succeeds, epoch turns
+// out stale, equal or not issued, or ctx ends.
 func (s *Store) Advance(ctx context.Context, resource string, epoch int64) (int64, error) {
 	const op = "advance"
 	if err := tokens.ValidateResource(resource); err != nil {
@@ -91,14 +98,22 @@ func (s *Store) Advance(ctx context.Context, resource string, epoch int64) (int6
 	if s.closed.Load() {
 		return 0, unavailable(op, resource, ErrClosed)
 	}
-	key := s.key(resource)
-	resp, err := s.cli.Get(ctx, key)
+	key, ikey := s.key(resource), s.issuedKey(resource)
+	reads := []clientv3.Op{clientv3.OpGet(key), clientv3.OpGet(ikey)}
+	tr, err := s.cli.Txn(ctx).Then(reads...).Commit()
 	if err != nil {
-		return 0, unavailable(op, resource, fmt.Errorf("get %q: %w", key, err))
+		return 0, unavailable(op, resource, fmt.Errorf("get %q and %q: %w", key, ikey, err))
 	}
-	kvs := resp.Kvs
 	for {
-		current, rev, err := hwm(key, kvs)
+		kvs, err := ranges(tr.Responses, len(reads))
+		if err != nil {
+			return 0, unavailable(op, resource, err)
+		}
+		current, rev, err := readEpoch(key, kvs[0])
+		if err != nil {
+			return 0, unavailable(op, resource, err)
+		}
+		issued, irev, err := readEpoch(ikey, kvs[1])
 		if err != nil {
 			return 0, unavailable(op, resource, err)
 		}
@@ -108,17 +123,16 @@ func (s *Store) Advance(ctx context.Context, resource string, epoch int64) (int6
 		if epoch == current {
 			return epoch, nil // the read that saw it was linearizable
 		}
+		if issued > 0 && epoch > issued {
+			return 0, &tokens.EpochNotIssuedError{Resource: resource, Presented: epoch, Issued: issued}
+		}
 		if err := ctx.Err(); err != nil {
 			return 0, unavailable(op, resource, err)
 		}
-		cond := clientv3.Compare(clientv3.ModRevision(key), "=", rev)
-		if rev == 0 {
-			cond = clientv3.Compare(clientv3.CreateRevision(key), "=", 0)
-		}
-		tr, err := s.cli.Txn(ctx).
-			If(cond).
+		tr, err = s.cli.Txn(ctx).
+			If(unchanged(key, rev), unchanged(ikey, irev)).
 			Then(clientv3.OpPut(key, encodeEpoch(epoch))).
-			Else(clientv3.OpGet(key)).
+			Else(reads...).
 			Commit()
 		if err != nil {
 			return 0, unavailable(op, resource, fmt.Errorf("compare-and-put %q: %w", key, err))
@@ -126,10 +140,6 @@ func (s *Store) Advance(ctx context.Context, resource string, epoch int64) (int6
 		if tr.Succeeded {
 			return epoch, nil
 		}
-		if len(tr.Responses) != 1 || tr.Responses[0].GetResponseRange() == nil {
-			return 0, unavailable(op, resource, fmt.Errorf("compare-and-put %q: unexpected else-branch response %v", key, tr.Responses))
-		}
-		kvs = tr.Responses[0].GetResponseRange().Kvs
 	}
 }
 

@@ -10,10 +10,13 @@ import (
 	"github.com/fencegw/fencegw/tokens"
 )
 
-// ErrCorruptValue means a key under the store's prefix holds something other
-// than a positive decimal int64. The store wraps it, inside a
-// *tokens.UnavailableError, instead of guessing an HWM.
-var ErrCorruptValue = errors.New("etcdstore: corrupt high-water mark")
+// ErrCorruptValue means a key the store reads holds something it cannot
+// parse: an HWM or issued key that is not a positive decimal int64, a lease
+// record or alive key that is not valid JSON of the expected shape, or a
+// lease record and alive key that disagree. The store wraps it, inside a
+// *tokens.UnavailableError, instead of guessing: a corrupt key is never read
+// as absent or as 0.
+var ErrCorruptValue = errors.New("etcdstore: corrupt stored value")
 
 // maxQuoted is how many bytes of a corrupt value an error message quotes.
 const maxQuoted = 40
@@ -40,9 +43,10 @@ func decodeEpoch(key string, value []byte) (int64, error) {
 	return epoch, nil
 }
 
-// hwm reads the result of a single-key Get of key: the HWM and the key's
-// ModRevision, or 0 and 0 when the key is absent.
-func hwm(key string, kvs []*mvccpb.KeyValue) (epoch, rev int64, err error) {
+// readEpoch reads the result of a single-key Get of key, an HWM or issued
+// key: the epoch and the key's ModRevision, or 0 and 0 when the key is
+// absent.
+func readEpoch(key string, kvs []*mvccpb.KeyValue) (epoch, rev int64, err error) {
 	if len(kvs) == 0 {
 		return 0, 0, nil
 	}

@@ -12,11 +12,20 @@
 // a failover additionally needs synchronous replication, which is the
 // operator's choice.
 //
+// Leases (tokens.LeaseStore) live in a second table, one row per name, and
+// every deadline is decided by the database's clock (now()), never by the
+// clocks of the processes that use the store. Acquire grants a lease and
+// raises the HWM of the resource of the same name in one transaction, so a
+// grant fences every earlier holder at once, and records the grant's epoch
+// as the highest issued for that resource: from then on Advance refuses
+// epochs above it with a *tokens.EpochNotIssuedError.
+//
 // Open creates or migrates the schema inside one transaction under an
 // advisory lock, so replicas may start together. Once the schema is current,
 // Open issues no DDL, so a role without CREATE privilege can run the store.
 //
-// Every failure other than a stale epoch or an invalid argument is returned as
-// a *tokens.UnavailableError wrapping the cause: the outcome is unknown and
+// Every failure other than a stale or unissued epoch, a held or lost lease,
+// a lease not found or an invalid argument is returned as a
+// *tokens.UnavailableError wrapping the cause: the outcome is unknown and
 // the caller must fail closed.
 package pgstore

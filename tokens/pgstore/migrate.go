@@ -29,6 +29,26 @@ var migrations = []func(o *options) string{
 	updated_at timestamptz NOT NULL DEFAULT now()
 )`
 	},
+	func(o *options) string {
+		// Leases. issued is the highest epoch a grant issued for the
+		// resource (0: no lease of that name was ever granted); Advance
+		// refuses epochs above it. Every grant sets epoch = issued, and
+		// Advance admits no epoch above issued, so epoch <= issued holds
+		// for every leased resource: the table constraint checks it.
+		// Several statements: Exec without arguments uses the simple
+		// protocol, which runs them all inside the migration transaction.
+		return `ALTER TABLE ` + o.ident(hwmTable) + `
+	ADD COLUMN issued bigint NOT NULL DEFAULT 0 CHECK (issued >= 0),
+	ADD CHECK (issued = 0 OR epoch <= issued);
+CREATE TABLE ` + o.ident(leaseTable) + ` (
+	name       text COLLATE "C" PRIMARY KEY,
+	holder     text COLLATE "C" NOT NULL,
+	epoch      bigint NOT NULL CHECK (epoch > 0),
+	ttl_ms     bigint NOT NULL CHECK (ttl_ms > 0),
+	expires_at timestamptz NOT NULL,
+	granted_at timestamptz NOT NULL
+)`
+	},
 }
 
 // migrate brings the schema to the latest version in one transaction under

@@ -19,9 +19,14 @@ func WithSchema(schema string) Option {
 }
 
 // Table names. The HWM table's columns are resource (text, primary key),
-// epoch (bigint, positive) and updated_at (timestamptz).
+// epoch (bigint, positive: the HWM), updated_at (timestamptz) and, from
+// schema version 2, issued (bigint: the highest epoch a lease grant issued
+// for the resource, 0 if none). The lease table holds one row per lease ever
+// acquired: name, holder, epoch, ttl_ms, expires_at and granted_at, the
+// deadlines on the database's clock.
 const (
 	hwmTable     = "fencegw_hwm"
+	leaseTable   = "fencegw_lease"
 	versionTable = "fencegw_schema_version"
 )
 

@@ -16,8 +16,7 @@ import (
 // connection pool. It is safe for concurrent use.
 type Store struct {
 	pool      *pgxpool.Pool
-	current   string // SQL of Current
-	advance   string // SQL of Advance
+	q         queries
 	closeOnce sync.Once
 }
 
@@ -50,15 +49,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("pgstore: schema: %w", err)
 	}
-	hwm := o.ident(hwmTable)
-	return &Store{
-		pool:    pool,
-		current: `SELECT epoch FROM ` + hwm + ` WHERE resource = $1`,
-		advance: `INSERT INTO ` + hwm + ` AS h (resource, epoch) VALUES ($1, $2)
-ON CONFLICT (resource) DO UPDATE SET epoch = EXCLUDED.epoch, updated_at = now()
-WHERE h.epoch <= EXCLUDED.epoch
-RETURNING h.epoch`,
-	}, nil
+	return &Store{pool: pool, q: newQueries(&o)}, nil
 }
 
 // Current returns the HWM of resource, or 0 if none was recorded. It reads
@@ -80,7 +71,7 @@ func (s *Store) read(ctx context.Context, resource string) (int64, error) {
 		return 0, err
 	}
 	var hwm int64
-	err := s.pool.QueryRow(ctx, s.current, resource).Scan(&hwm)
+	err := s.pool.QueryRow(ctx, s.q.current, resource).Scan(&hwm)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, nil
 	}
@@ -90,11 +81,14 @@ func (s *Store) read(ctx context.Context, resource string) (int64, error) {
 	return hwm, nil
 }
 
-// Advance raises the HWM of resource to epoch unless epoch is below it, in
-// one atomic statement committed before Advance returns. A stale epoch
-// returns a *tokens.StaleEpochError carrying the HWM read right after the
-// refusal. If Advance returns an *tokens.UnavailableError, the raise may or
-// may not have been committed.
+// Advance raises the HWM of resource to epoch unless epoch is below it or,
+// when a lease named resource was ever granted, above the highest epoch
+// issued for it. Admission is one atomic statement committed before Advance
+// returns. A stale epoch returns a *tokens.StaleEpochError carrying the HWM
+// read right after the refusal; an epoch never issued returns a
+// *tokens.EpochNotIssuedError carrying the highest issued epoch read then.
+// If Advance returns an *tokens.UnavailableError, the raise may or may not
+// have been committed.
 func (s *Store) Advance(ctx context.Context, resource string, epoch int64) (int64, error) {
 	if err := tokens.ValidateResource(resource); err != nil {
 		return 0, err
@@ -102,33 +96,67 @@ func (s *Store) Advance(ctx context.Context, resource string, epoch int64) (int6
 	if err := tokens.ValidateEpoch(epoch); err != nil {
 		return 0, err
 	}
-	if err := ctx.Err(); err != nil {
-		return 0, &tokens.UnavailableError{Op: "advance", Resource: resource, Err: err}
-	}
-	var hwm int64
-	err := s.pool.QueryRow(ctx, s.advance, resource, epoch).Scan(&hwm)
-	switch {
-	case err == nil:
-		if hwm != epoch {
-			return 0, &tokens.UnavailableError{Op: "advance", Resource: resource,
-				Err: fmt.Errorf("database stored epoch %d for %d", hwm, epoch)}
+	// A refusal is re-read with a fresh statement. The HWM only grows, so a
+	// stale epoch stays stale; but a grant may issue epoch between the
+	// refusal and the read, in which case the epoch is admissible now and
+	// Advance tries again. Each retry needs another grant in that window.
+	const attempts = 3
+	for attempt := 1; ; attempt++ {
+		hwm, admitted, err := s.advance(ctx, resource, epoch)
+		switch {
+		case err != nil:
+			return 0, &tokens.UnavailableError{Op: "advance", Resource: resource, Err: err}
+		case admitted:
+			return hwm, nil
 		}
-		return hwm, nil
-	case !errors.Is(err, pgx.ErrNoRows):
-		return 0, &tokens.UnavailableError{Op: "advance", Resource: resource, Err: err}
+		current, issued, err := s.marks(ctx, resource)
+		if err != nil {
+			return 0, &tokens.UnavailableError{Op: "advance", Resource: resource,
+				Err: fmt.Errorf("read HWM after refusing epoch %d: %w", epoch, err)}
+		}
+		switch {
+		case epoch < current:
+			return 0, &tokens.StaleEpochError{Resource: resource, Presented: epoch, Current: current}
+		case issued > 0 && epoch > issued:
+			return 0, &tokens.EpochNotIssuedError{Resource: resource, Presented: epoch, Issued: issued}
+		case attempt == attempts:
+			return 0, &tokens.UnavailableError{Op: "advance", Resource: resource,
+				Err: fmt.Errorf("epoch %d refused %d times but HWM reads %d and highest issued %d",
+					epoch, attempts, current, issued)}
+		}
 	}
-	// No row: the stored HWM was above epoch. It only grows, so a fresh read
-	// (READ COMMITTED: a new snapshot) returns it or a higher one.
-	current, err := s.read(ctx, resource)
-	if err != nil {
-		return 0, &tokens.UnavailableError{Op: "advance", Resource: resource,
-			Err: fmt.Errorf("read HWM after refusing epoch %d: %w", epoch, err)}
+}
+
+// advance runs the conditional upsert once: admitted reports whether epoch
+// was admitted, in which case hwm is it.
+func (s *Store) advance(ctx context.Context, resource string, epoch int64) (hwm int64, admitted bool, err error) {
+	if err := ctx.Err(); err != nil {
+		return 0, false, err
 	}
-	if current <= epoch {
-		return 0, &tokens.UnavailableError{Op: "advance", Resource: resource,
-			Err: fmt.Errorf("epoch %d refused but HWM reads %d", epoch, current)}
+	err = s.pool.QueryRow(ctx, s.q.advance, resource, epoch).Scan(&hwm)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return 0, false, nil
+	case err != nil:
+		return 0, false, err
+	case hwm != epoch:
+		return 0, false, fmt.Errorf("database stored epoch %d for %d", hwm, epoch)
 	}
-	return 0, &tokens.StaleEpochError{Resource: resource, Presented: epoch, Current: current}
+	return hwm, true, nil
+}
+
+// marks reads the HWM of resource and the highest epoch issued for it, both
+// 0 if the resource has no row, with a fresh statement (READ COMMITTED: a
+// new snapshot).
+func (s *Store) marks(ctx context.Context, resource string) (hwm, issued int64, err error) {
+	if err := ctx.Err(); err != nil {
+		return 0, 0, err
+	}
+	err = s.pool.QueryRow(ctx, s.q.marks, resource).Scan(&hwm, &issued)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, 0, nil
+	}
+	return hwm, issued, err
 }
 
 // Ping returns nil if a connection to the primary can be had and answers.

@@ -1,0 +1,80 @@
+package config
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/fencegw/fencegw/gateway"
+)
+
+func (s *Signing) validate() []error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, &FieldError{Field: "signing." + field, Msg: fmt.Sprintf(format, args...)})
+	}
+	if s.Issuer == "" {
+		bad("issuer", "required")
+	}
+	if s.Audience == "" {
+		bad("audience", "required")
+	}
+	if s.TokenLifetime.D() < time.Second || s.TokenLifetime.D() > 24*time.Hour {
+		bad("token_lifetime", "must be from 1s to 24h, got %s", s.TokenLifetime.D())
+	}
+	switch s.Algorithm {
+	case "EdDSA", "ES256", "HS256":
+	default:
+		bad("algorithm", "must be EdDSA, ES256 or HS256, got %q", s.Algorithm)
+	}
+	for i, f := range s.VerifyKeyFiles {
+		if f == "" {
+			bad(fmt.Sprintf("verify_key_files[%d]", i), "empty path")
+		}
+	}
+	return errs
+}
+
+func validateAPIKeys(keys []APIKey) []error {
+	var errs []error
+	names := map[string]bool{}
+	for i, k := range keys {
+		at := fmt.Sprintf("api_keys[%d]", i)
+		bad := func(field, format string, args ...any) {
+			errs = append(errs, &FieldError{Field: at + "." + field, Msg: fmt.Sprintf(format, args...)})
+		}
+		if k.Name == "" {
+			bad("name", "required")
+		} else if names[k.Name] {
+			bad("name", "%q is used by another key", k.Name)
+		}
+		names[k.Name] = true
+		if b, err := hex.DecodeString(k.SHA256); err != nil || len(b) != sha256.Size {
+			bad("sha256", "must be 64 hex digits (the key's SHA-256; see fencegw keys api-key)")
+		}
+		if len(k.Leases) == 0 && !k.Admin {
+			bad("leases", "a non-admin key needs at least one lease-name pattern")
+		}
+		for j, p := range k.Leases {
+			if _, err := path.Match(p, ""); err != nil || p == "" {
+				bad(fmt.Sprintf("leases[%d]", j), "%q is not a valid pattern", p)
+			}
+		}
+	}
+	return errs
+}
+
+// GatewayKeys turns the validated API keys into the control API's.
+func (c *Config) GatewayKeys() gateway.APIKeys {
+	var ks gateway.APIKeys
+	for _, k := range c.APIKeys {
+		var h [32]byte
+		b, _ := hex.DecodeString(strings.ToLower(k.SHA256))
+		copy(h[:], b)
+		ks = append(ks, gateway.APIKey{Name: k.Name, Hash: h, Leases: k.Leases, Admin: k.Admin})
+	}
+	return ks
+}

@@ -1,0 +1,58 @@
+package config
+
+import "fmt"
+
+// EpochSource names an external election: the truth about who leads a
+// route's resource when its leaders bring their own lease.
+type EpochSource struct {
+	// Kind is postgres (a leader_lease table) or etcd (a concurrency
+	// Election, whose epoch is the leader key's create revision).
+	Kind string `yaml:"kind"`
+	// DSN is the PostgreSQL connection string (postgres).
+	DSN string `yaml:"dsn"`
+	// Table and its columns (postgres); defaults leader_lease, name,
+	// holder, epoch, expires_at.
+	Table         string `yaml:"table"`
+	NameColumn    string `yaml:"name_column"`
+	HolderColumn  string `yaml:"holder_column"`
+	EpochColumn   string `yaml:"epoch_column"`
+	ExpiresColumn string `yaml:"expires_column"`
+	// Endpoints are the etcd client endpoints, host:port (etcd).
+	Endpoints []string `yaml:"endpoints"`
+	// Prefix is the election prefix (etcd).
+	Prefix string `yaml:"prefix"`
+}
+
+func (s *EpochSource) validate(at string) []error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, &FieldError{Field: at + "." + field, Msg: fmt.Sprintf(format, args...)})
+	}
+	switch s.Kind {
+	case "postgres":
+		if KindOf(s.DSN) != StorePostgres {
+			bad("dsn", "must be a postgres:// URL")
+		}
+		if len(s.Endpoints) > 0 || s.Prefix != "" {
+			bad("endpoints", "endpoints and prefix are for kind etcd")
+		}
+	case "etcd":
+		if len(s.Endpoints) == 0 {
+			bad("endpoints", "at least one host:port is required")
+		}
+		for i, e := range s.Endpoints {
+			if err := checkAddr(e); err != nil {
+				bad(fmt.Sprintf("endpoints[%d]", i), "%v", err)
+			}
+		}
+		if s.Prefix == "" {
+			bad("prefix", "the election prefix is required")
+		}
+		if s.DSN != "" || s.Table != "" {
+			bad("dsn", "dsn and table are for kind postgres")
+		}
+	default:
+		bad("kind", "must be postgres or etcd, got %q", s.Kind)
+	}
+	return errs
+}

@@ -1,0 +1,84 @@
+package gateway
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"net/http"
+	"path"
+	"strings"
+)
+
+// APIKey is one caller of the control API. Only the key's SHA-256 is kept.
+type APIKey struct {
+	// Name identifies the caller in logs.
+	Name string
+	// Hash is the SHA-256 of the key.
+	Hash [32]byte
+	// Leases are path.Match patterns of the lease names the key may use.
+	Leases []string
+	// Admin keys may use every lease and the fence endpoints.
+	Admin bool
+}
+
+// APIKeys authenticates control API callers by bearer key. An empty set
+// authenticates no one and lets every request through: the caller is then
+// responsible for serving the control API on loopback only.
+type APIKeys []APIKey
+
+// Enabled reports whether callers must authenticate.
+func (ks APIKeys) Enabled() bool { return len(ks) > 0 }
+
+// lookup finds the key presented in the request's Authorization header.
+func (ks APIKeys) lookup(r *http.Request) (*APIKey, bool) {
+	scheme, secret, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || secret == "" {
+		return nil, false
+	}
+	sum := sha256.Sum256([]byte(strings.TrimSpace(secret)))
+	var found *APIKey
+	for i := range ks {
+		// Compare with every key, in constant time, so timing says nothing.
+		if subtle.ConstantTimeCompare(sum[:], ks[i].Hash[:]) == 1 {
+			found = &ks[i]
+		}
+	}
+	return found, found != nil
+}
+
+// mayUseLease reports whether k may act on lease name.
+func (k *APIKey) mayUseLease(name string) bool {
+	if k.Admin {
+		return true
+	}
+	for _, p := range k.Leases {
+		if ok, err := path.Match(p, name); err == nil && ok {
+			return true
+		}
+	}
+	return false
+}
+
+// requireKey is middleware admitting callers whose key passes allowed.
+func (ks APIKeys) requireKey(allowed func(k *APIKey, r *http.Request) bool) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !ks.Enabled() {
+				next.ServeHTTP(w, r)
+				return
+			}
+			k, ok := ks.lookup(r)
+			if !ok {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="fencegw"`)
+				writeProblem(w, Problem{Type: TypeUnauthorized, Title: "API key required", Status: http.StatusUnauthorized,
+					Detail: "send a valid API key as Authorization: Bearer <key>"})
+				return
+			}
+			if !allowed(k, r) {
+				writeProblem(w, Problem{Type: TypeForbidden, Title: "API key not allowed here", Status: http.StatusForbidden,
+					Detail: "the key " + k.Name + " may not use " + r.URL.Path})
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}

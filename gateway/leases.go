@@ -1,0 +1,233 @@
+package gateway
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/fencegw/fencegw/tokens"
+)
+
+// TokenIssuer signs a lease's epoch into a token for its holder.
+type TokenIssuer interface {
+	Issue(holder, resource string, epoch int64) (token string, expires time.Time, err error)
+}
+
+// LeaseState is the body of the lease endpoints' answers.
+type LeaseState struct {
+	Name           string     `json:"name"`
+	Holder         string     `json:"holder"`
+	Epoch          int64      `json:"epoch"`
+	ExpiresAt      time.Time  `json:"expires_at"`
+	TTLSeconds     float64    `json:"ttl_seconds"`
+	Held           bool       `json:"held"`
+	Token          string     `json:"token,omitempty"`
+	TokenExpiresAt *time.Time `json:"token_expires_at,omitempty"`
+}
+
+type acquireRequest struct {
+	Holder     *string  `json:"holder"`
+	TTLSeconds *float64 `json:"ttl_seconds"`
+}
+
+type holderRequest struct {
+	Holder *string `json:"holder"`
+	Epoch  *int64  `json:"epoch"`
+}
+
+// maxLeaseBody caps lease request bodies.
+const maxLeaseBody = 64 << 10
+
+func (c *control) mountLeases(r chi.Router) {
+	r.Post("/v1/leases/{name}/acquire", c.acquire)
+	r.Post("/v1/leases/{name}/renew", c.renew)
+	r.Post("/v1/leases/{name}/release", c.release)
+	r.Get("/v1/leases/{name}", c.getLease)
+}
+
+func (c *control) acquire(w http.ResponseWriter, r *http.Request) {
+	name, ok := leaseName(w, r)
+	if !ok {
+		return
+	}
+	var req acquireRequest
+	if !decodeBody(w, r, &req) {
+		return
+	}
+	if req.Holder == nil || req.TTLSeconds == nil {
+		badRequest(w, "the body needs \"holder\" and \"ttl_seconds\"")
+		return
+	}
+	ttlf := *req.TTLSeconds
+	if ttlf <= 0 || math.IsNaN(ttlf) || ttlf > tokens.MaxLeaseTTL.Seconds() {
+		badRequest(w, fmt.Sprintf("ttl_seconds must be above 0 and at most %d", int(tokens.MaxLeaseTTL.Seconds())))
+		return
+	}
+	ttl := time.Duration(ttlf * float64(time.Second))
+	g, err := c.Fence.Acquire(r.Context(), name, *req.Holder, ttl)
+	if err != nil {
+		c.leaseError(w, r, "acquire", name, err)
+		return
+	}
+	attrs := []slog.Attr{slog.String("lease", name), slog.String("holder", g.Holder), slog.Int64("epoch", g.Epoch)}
+	if g.Previous != nil && g.Previous.Holder != g.Holder {
+		attrs = append(attrs, slog.String("previous_holder", g.Previous.Holder), slog.Int64("previous_epoch", g.Previous.Epoch),
+			slog.Bool("previous_held", g.Previous.Held))
+	}
+	c.Logger.LogAttrs(r.Context(), slog.LevelInfo, "lease granted", attrs...)
+	c.writeLease(w, g.Lease)
+}
+
+func (c *control) renew(w http.ResponseWriter, r *http.Request) {
+	name, holder, epoch, ok := c.holderEpoch(w, r)
+	if !ok {
+		return
+	}
+	l, err := c.Fence.Renew(r.Context(), name, holder, epoch)
+	if err != nil {
+		c.leaseError(w, r, "renew", name, err)
+		return
+	}
+	c.writeLease(w, l)
+}
+
+func (c *control) release(w http.ResponseWriter, r *http.Request) {
+	name, holder, epoch, ok := c.holderEpoch(w, r)
+	if !ok {
+		return
+	}
+	if err := c.Fence.Release(r.Context(), name, holder, epoch); err != nil {
+		c.leaseError(w, r, "release", name, err)
+		return
+	}
+	c.Logger.LogAttrs(r.Context(), slog.LevelInfo, "lease released", slog.String("lease", name),
+		slog.String("holder", holder), slog.Int64("epoch", epoch))
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (c *control) getLease(w http.ResponseWriter, r *http.Request) {
+	name, ok := leaseName(w, r)
+	if !ok {
+		return
+	}
+	l, err := c.Fence.Lease(r.Context(), name)
+	if err != nil {
+		c.leaseError(w, r, "get", name, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, leaseState(l))
+}
+
+func (c *control) holderEpoch(w http.ResponseWriter, r *http.Request) (string, string, int64, bool) {
+	name, ok := leaseName(w, r)
+	if !ok {
+		return "", "", 0, false
+	}
+	var req holderRequest
+	if !decodeBody(w, r, &req) {
+		return "", "", 0, false
+	}
+	if req.Holder == nil || req.Epoch == nil {
+		badRequest(w, "the body needs \"holder\" and \"epoch\"")
+		return "", "", 0, false
+	}
+	return name, *req.Holder, *req.Epoch, true
+}
+
+// writeLease answers with a lease and a fresh token for its epoch.
+func (c *control) writeLease(w http.ResponseWriter, l tokens.Lease) {
+	st := leaseState(l)
+	if c.Issuer != nil {
+		tok, exp, err := c.Issuer.Issue(l.Holder, l.Name, l.Epoch)
+		if err != nil {
+			writeProblem(w, Problem{Type: TypeInternal, Title: "Token could not be signed", Status: http.StatusInternalServerError,
+				Detail: err.Error()})
+			return
+		}
+		st.Token = tok
+		st.TokenExpiresAt = &exp
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+func leaseState(l tokens.Lease) LeaseState {
+	return LeaseState{Name: l.Name, Holder: l.Holder, Epoch: l.Epoch, ExpiresAt: l.ExpiresAt.UTC(),
+		TTLSeconds: l.TTL.Seconds(), Held: l.Held}
+}
+
+// leaseError maps a lease operation's error to its answer.
+func (c *control) leaseError(w http.ResponseWriter, r *http.Request, op, name string, err error) {
+	var (
+		held *tokens.LeaseHeldError
+		lost *tokens.LeaseLostError
+	)
+	switch {
+	case errors.As(err, &held):
+		retry := int(math.Ceil(time.Until(held.ExpiresAt).Seconds()))
+		exp := held.ExpiresAt.UTC()
+		writeProblem(w, Problem{Type: TypeLeaseHeld, Title: "Lease held by another holder", Status: http.StatusConflict,
+			Detail: held.Error(), Lease: name, Holder: held.Holder, ExpiresAt: &exp, CurrentEpoch: epochPtr(held.Epoch),
+			retryAfter: max(retry, 1)})
+	case errors.As(err, &lost):
+		p := Problem{Type: TypeLeaseLost, Title: "Lease not held", Status: http.StatusConflict,
+			Detail: lost.Error(), Lease: name, PresentedEpoch: epochPtr(lost.Epoch)}
+		if lost.Current.Epoch > 0 {
+			p.CurrentEpoch = epochPtr(lost.Current.Epoch)
+			p.Holder = lost.Current.Holder
+		}
+		c.Logger.LogAttrs(r.Context(), slog.LevelInfo, "lease "+op+" refused", slog.String("lease", name),
+			slog.String("holder", lost.Holder), slog.Int64("epoch", lost.Epoch), slog.String("reason", lost.Reason))
+		writeProblem(w, p)
+	case errors.Is(err, tokens.ErrLeaseNotFound):
+		writeProblem(w, Problem{Type: TypeNotFound, Title: "Lease not found", Status: http.StatusNotFound,
+			Detail: "no lease named " + strconv.Quote(name) + " was ever acquired", Lease: name})
+	case errors.Is(err, tokens.ErrInvalidLease), errors.Is(err, tokens.ErrInvalidResource):
+		badRequest(w, err.Error())
+	default:
+		c.Logger.LogAttrs(r.Context(), slog.LevelWarn, "lease "+op+" failed", slog.String("lease", name),
+			slog.String("error", err.Error()))
+		writeProblem(w, Problem{Type: TypeStoreUnavailable, Title: "Fencing store unavailable",
+			Status: http.StatusServiceUnavailable, Detail: "the store could not confirm the " + op, Lease: name, retryAfter: 1})
+	}
+}
+
+func leaseName(w http.ResponseWriter, r *http.Request) (string, bool) {
+	name, err := pathParam(r, "name")
+	if err == nil {
+		err = tokens.ValidateResource(name)
+	}
+	if err != nil {
+		writeProblem(w, Problem{Type: TypeBadResource, Title: "Invalid lease name", Status: http.StatusBadRequest,
+			Detail: err.Error()})
+		return "", false
+	}
+	return name, true
+}
+
+// decodeBody reads one JSON object into v, refusing unknown fields, trailing
+// data and bodies over maxLeaseBody with 400.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxLeaseBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		badRequest(w, "the body is not a valid JSON object: "+err.Error())
+		return false
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		badRequest(w, "the body holds more than one JSON value")
+		return false
+	}
+	return true
+}
+
+func badRequest(w http.ResponseWriter, detail string) {
+	writeProblem(w, Problem{Type: TypeBadRequest, Title: "Bad request", Status: http.StatusBadRequest, Detail: detail})
+}

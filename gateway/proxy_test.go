@@ -1,0 +1,160 @@
+package gateway_test
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fencegw/fencegw/gateway"
+)
+
+// TestCustomMethods: a configured fenced method and an unknown unfenced
+// method both reach the upstream; nothing answers 405 on the gateway's own.
+func TestCustomMethods(t *testing.T) {
+	up := newUpstream(t)
+	g := newGateway(t, boltFresh(t)(t), up, nil,
+		routeSpec{prefix: "/email/", resource: "invoice-sweeper", methods: []string{"POST", "PURGE"}})
+	if a := do(t, "PURGE", g.proxy.URL+"/email/x", map[string]string{gateway.TokenHeader: "9"}, ""); a.status != http.StatusCreated {
+		t.Fatalf("fenced PURGE = %d %s", a.status, a.body)
+	}
+	if a := do(t, "PURGE", g.proxy.URL+"/email/x", nil, ""); a.status != http.StatusPreconditionRequired {
+		t.Fatalf("tokenless PURGE = %d", a.status)
+	}
+	if a := do(t, "PROPFIND", g.proxy.URL+"/email/x", nil, ""); a.status != http.StatusCreated {
+		t.Fatalf("unfenced PROPFIND = %d %s", a.status, a.body)
+	}
+	if a := do(t, "DELETE", g.proxy.URL+"/email/x", nil, ""); a.status != http.StatusCreated {
+		t.Fatalf("DELETE, not fenced on this route = %d", a.status)
+	}
+}
+
+// TestClientFencingHeadersNeverReachUpstream: whatever fencing headers a
+// client sends, in any spelling, the upstream sees only the gateway's.
+func TestClientFencingHeadersNeverReachUpstream(t *testing.T) {
+	up := newUpstream(t)
+	g := newGateway(t, boltFresh(t)(t), up, nil)
+	forged := map[string]string{"Fencing_Epoch": "999", "fencing-epoch": "998", "Fencing_Resource": "other", "Fencing_Token": "5"}
+	do(t, "GET", g.proxy.URL+"/email/x", forged, "")
+	forged[gateway.TokenHeader] = "3"
+	do(t, "POST", g.proxy.URL+"/email/x", forged, "")
+	got := up.requests()
+	if len(got) != 2 {
+		t.Fatalf("upstream got %d requests", len(got))
+	}
+	for i, r := range got {
+		for name, v := range r.Header {
+			if strings.HasPrefix(strings.ToLower(strings.ReplaceAll(name, "_", "-")), "fencing-") {
+				if i == 1 && (name == gateway.EpochHeader && v[0] == "3" || name == gateway.ResourceHeader && v[0] == "invoice-sweeper") {
+					continue
+				}
+				t.Errorf("request %d reached the upstream with %s: %v", i, name, v)
+			}
+		}
+	}
+}
+
+// TestFenceNameDecodedOnce reads fences whose names hold '%' and '/'.
+func TestFenceNameDecodedOnce(t *testing.T) {
+	g := newGateway(t, boltFresh(t)(t), newUpstream(t), nil)
+	for name, epoch := range map[string]string{"a%41": "7", "aA": "3", "100%": "4", "x/y": "5"} {
+		a := do(t, "POST", g.proxy.URL+"/any/x", map[string]string{gateway.TokenHeader: epoch, gateway.ResourceHeader: name}, "")
+		if a.status != http.StatusCreated {
+			t.Fatalf("write %q = %d", name, a.status)
+		}
+	}
+	for path, want := range map[string]string{"a%2541": `"resource":"a%41","epoch":7`, "aA": `"epoch":3`,
+		"100%25": `"resource":"100%","epoch":4`, "x%2Fy": `"resource":"x/y","epoch":5`} {
+		a := do(t, "GET", g.api.URL+"/v1/fences/"+path, nil, "")
+		if a.status != http.StatusOK || !strings.Contains(string(a.body), want) {
+			t.Errorf("GET /v1/fences/%s = %d %s, want %s", path, a.status, a.body, want)
+		}
+	}
+}
+
+// TestTricklingBodyIsCut: an admitted write whose body does not arrive
+// within the upstream timeout is cut off and never delivered, so it cannot
+// land after a higher epoch was admitted.
+func TestTricklingBodyIsCut(t *testing.T) {
+	up := newUpstream(t)
+	store := boltFresh(t)(t)
+	g := newGatewayWith(t, store, up, gatewayOptions{upstreamTimeout: 500 * time.Millisecond})
+	conn, err := net.Dial("tcp", strings.TrimPrefix(g.proxy.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /email/send HTTP/1.1\r\nHost: gw\r\n%s: 20\r\nContent-Length: 10\r\n\r\nab", gateway.TokenHeader)
+	time.Sleep(100 * time.Millisecond)
+	if a := g.write(t, "/email/send", "21"); a.status != http.StatusCreated {
+		t.Fatalf("epoch 21 = %d", a.status)
+	}
+	// Keep trickling past the timeout.
+	for i := 0; i < 8; i++ {
+		time.Sleep(200 * time.Millisecond)
+		if _, err := conn.Write([]byte("x")); err != nil {
+			break
+		}
+	}
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err == nil {
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusCreated {
+			t.Fatalf("the trickled write at epoch 20 was delivered after epoch 21")
+		}
+	}
+	for _, r := range up.requests() {
+		if r.Header.Get(gateway.EpochHeader) == "20" {
+			body, _ := io.ReadAll(r.Body)
+			if len(body) == 10 {
+				t.Fatal("the upstream received the whole trickled write at epoch 20")
+			}
+		}
+	}
+}
+
+// TestAPIKeys: with keys, lease calls need a key allowed for the lease and
+// fence reads an admin key; health, readiness and JWKS stay open.
+func TestAPIKeys(t *testing.T) {
+	key := func(name, secret string, admin bool, leases ...string) gateway.APIKey {
+		return gateway.APIKey{Name: name, Hash: sha256.Sum256([]byte(secret)), Leases: leases, Admin: admin}
+	}
+	g := newGatewayWith(t, boltFresh(t)(t), newUpstream(t), gatewayOptions{keys: gateway.APIKeys{
+		key("sweeper", "s3cret-sweeper", false, "invoice-*"),
+		key("ops", "s3cret-ops", true),
+	}})
+	bearer := func(k string) map[string]string { return map[string]string{"Authorization": "Bearer " + k} }
+	body := `{"holder":"a","ttl_seconds":5}`
+	for _, c := range []struct {
+		method, path, body string
+		header             map[string]string
+		status             int
+	}{
+		{"POST", "/v1/leases/invoice-sweeper/acquire", body, nil, 401},
+		{"POST", "/v1/leases/invoice-sweeper/acquire", body, bearer("wrong"), 401},
+		{"POST", "/v1/leases/report/acquire", body, bearer("s3cret-sweeper"), 403},
+		{"POST", "/v1/leases/invoice-sweeper/acquire", body, bearer("s3cret-sweeper"), 200},
+		{"GET", "/v1/leases/invoice-sweeper", "", bearer("s3cret-sweeper"), 200},
+		{"GET", "/v1/fences/invoice-sweeper", "", bearer("s3cret-sweeper"), 403},
+		{"GET", "/v1/fences/invoice-sweeper", "", bearer("s3cret-ops"), 200},
+		{"POST", "/v1/leases/report/acquire", body, bearer("s3cret-ops"), 200},
+		{"GET", "/healthz", "", nil, 200},
+		{"GET", "/readyz", "", nil, 200},
+		{"GET", "/.well-known/jwks.json", "", nil, 200},
+	} {
+		a := do(t, c.method, g.api.URL+c.path, c.header, c.body)
+		if a.status != c.status {
+			t.Errorf("%s %s with %v = %d %s, want %d", c.method, c.path, c.header, a.status, a.body, c.status)
+		}
+		if a.status == 401 && a.header.Get("WWW-Authenticate") == "" {
+			t.Errorf("401 without WWW-Authenticate")
+		}
+	}
+}

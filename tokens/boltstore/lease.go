@@ -1,0 +1,261 @@
+package boltstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/fencegw/fencegw/tokens"
+)
+
+// leaseRecord is a lease as kept on disk. Deadlines are decided by the
+// process's monotonic clock; the wall-clock expiry on disk only carries a
+// lease across a restart, where it is capped at one TTL.
+type leaseRecord struct {
+	Holder      string `json:"holder"`
+	Epoch       int64  `json:"epoch"`
+	TTLMillis   int64  `json:"ttl_ms"`
+	ExpiresUnix int64  `json:"expires_unix_nano"`
+}
+
+func (r leaseRecord) ttl() time.Duration { return time.Duration(r.TTLMillis) * time.Millisecond }
+
+// Acquire grants name to holder; see tokens.LeaseStore.
+func (s *Store) Acquire(ctx context.Context, name, holder string, ttl time.Duration) (tokens.Grant, error) {
+	if err := tokens.ValidateLeaseRequest(name, holder); err != nil {
+		return tokens.Grant{}, err
+	}
+	if err := tokens.ValidateTTL(ttl); err != nil {
+		return tokens.Grant{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return tokens.Grant{}, &tokens.UnavailableError{Op: "acquire", Resource: name, Err: err}
+	}
+	s.leaseMu.Lock()
+	defer s.leaseMu.Unlock()
+	now := s.now()
+	var g tokens.Grant
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		rec, found, err := getLease(tx, name)
+		if err != nil {
+			return err
+		}
+		if found {
+			prev := s.leaseState(name, rec, now)
+			g.Previous = &prev
+			if prev.Held && rec.Holder != holder {
+				return &tokens.LeaseHeldError{Name: name, Holder: rec.Holder, Epoch: rec.Epoch, ExpiresAt: prev.ExpiresAt}
+			}
+		}
+		hwm, err := get(tx, name)
+		if err != nil {
+			return err
+		}
+		base := max(rec.Epoch, hwm)
+		if base == math.MaxInt64 {
+			return fmt.Errorf("lease %q: epoch space exhausted", name)
+		}
+		epoch := base + 1
+		rec = leaseRecord{Holder: holder, Epoch: epoch, TTLMillis: ttl.Milliseconds(), ExpiresUnix: now.Add(ttl).UnixNano()}
+		if err := putLease(tx, name, rec); err != nil {
+			return err
+		}
+		if err := put(tx, bucket, name, epoch); err != nil {
+			return err
+		}
+		if err := put(tx, issuedBucket, name, epoch); err != nil {
+			return err
+		}
+		s.deadlines[name] = now.Add(ttl)
+		g.Lease = s.leaseState(name, rec, now)
+		return nil
+	})
+	if err != nil {
+		var held *tokens.LeaseHeldError
+		if errors.As(err, &held) {
+			return tokens.Grant{}, held
+		}
+		delete(s.deadlines, name) // the commit failed: forget what it set
+		return tokens.Grant{}, &tokens.UnavailableError{Op: "acquire", Resource: name, Err: err}
+	}
+	return g, nil
+}
+
+// Renew extends holder's live lease; see tokens.LeaseStore.
+func (s *Store) Renew(ctx context.Context, name, holder string, epoch int64) (tokens.Lease, error) {
+	if err := checkHolderEpoch(name, holder, epoch); err != nil {
+		return tokens.Lease{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return tokens.Lease{}, &tokens.UnavailableError{Op: "renew", Resource: name, Err: err}
+	}
+	s.leaseMu.Lock()
+	defer s.leaseMu.Unlock()
+	now := s.now()
+	var out tokens.Lease
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		rec, found, err := getLease(tx, name)
+		if err != nil {
+			return err
+		}
+		cur := s.leaseState(name, rec, now)
+		if lost := lostReason(found, cur, holder, epoch); lost != "" {
+			return &tokens.LeaseLostError{Name: name, Holder: holder, Epoch: epoch, Current: cur, Reason: lost}
+		}
+		if !cur.Held {
+			return &tokens.LeaseLostError{Name: name, Holder: holder, Epoch: epoch, Current: cur, Reason: "expired"}
+		}
+		rec.ExpiresUnix = now.Add(rec.ttl()).UnixNano()
+		if err := putLease(tx, name, rec); err != nil {
+			return err
+		}
+		s.deadlines[name] = now.Add(rec.ttl())
+		out = s.leaseState(name, rec, now)
+		return nil
+	})
+	var lost *tokens.LeaseLostError
+	if errors.As(err, &lost) {
+		return tokens.Lease{}, lost
+	}
+	if err != nil {
+		delete(s.deadlines, name)
+		return tokens.Lease{}, &tokens.UnavailableError{Op: "renew", Resource: name, Err: err}
+	}
+	return out, nil
+}
+
+// Release ends holder's lease now; see tokens.LeaseStore.
+func (s *Store) Release(ctx context.Context, name, holder string, epoch int64) error {
+	if err := checkHolderEpoch(name, holder, epoch); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return &tokens.UnavailableError{Op: "release", Resource: name, Err: err}
+	}
+	s.leaseMu.Lock()
+	defer s.leaseMu.Unlock()
+	now := s.now()
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		rec, found, err := getLease(tx, name)
+		if err != nil {
+			return err
+		}
+		cur := s.leaseState(name, rec, now)
+		if lost := lostReason(found, cur, holder, epoch); lost != "" {
+			return &tokens.LeaseLostError{Name: name, Holder: holder, Epoch: epoch, Current: cur, Reason: lost}
+		}
+		if !cur.Held {
+			return nil // already lapsed or released: a retry succeeds
+		}
+		rec.ExpiresUnix = now.UnixNano()
+		if err := putLease(tx, name, rec); err != nil {
+			return err
+		}
+		s.deadlines[name] = now
+		return nil
+	})
+	var lost *tokens.LeaseLostError
+	if errors.As(err, &lost) {
+		return lost
+	}
+	if err != nil {
+		delete(s.deadlines, name)
+		return &tokens.UnavailableError{Op: "release", Resource: name, Err: err}
+	}
+	return nil
+}
+
+// Lease returns the lease's state; see tokens.LeaseStore.
+func (s *Store) Lease(ctx context.Context, name string) (tokens.Lease, error) {
+	if err := tokens.ValidateResource(name); err != nil {
+		return tokens.Lease{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return tokens.Lease{}, &tokens.UnavailableError{Op: "lease", Resource: name, Err: err}
+	}
+	s.leaseMu.Lock()
+	defer s.leaseMu.Unlock()
+	var (
+		rec   leaseRecord
+		found bool
+	)
+	err := s.db.View(func(tx *bolt.Tx) error {
+		var err error
+		rec, found, err = getLease(tx, name)
+		return err
+	})
+	if err != nil {
+		return tokens.Lease{}, &tokens.UnavailableError{Op: "lease", Resource: name, Err: err}
+	}
+	if !found {
+		return tokens.Lease{}, fmt.Errorf("lease %q: %w", name, tokens.ErrLeaseNotFound)
+	}
+	return s.leaseState(name, rec, s.now()), nil
+}
+
+// leaseState turns a record into a Lease as of now. The deadline is the
+// monotonic one set by this process; a lease not touched since Open gets
+// its on-disk expiry, capped at one TTL from now. The caller holds leaseMu.
+func (s *Store) leaseState(name string, rec leaseRecord, now time.Time) tokens.Lease {
+	deadline, ok := s.deadlines[name]
+	if !ok {
+		left := time.Duration(rec.ExpiresUnix - now.UnixNano())
+		left = min(max(left, 0), rec.ttl())
+		deadline = now.Add(left)
+		s.deadlines[name] = deadline
+	}
+	return tokens.Lease{
+		Name:      name,
+		Holder:    rec.Holder,
+		Epoch:     rec.Epoch,
+		TTL:       rec.ttl(),
+		ExpiresAt: now.Round(0).Add(deadline.Sub(now)).UTC(),
+		Held:      deadline.After(now),
+	}
+}
+
+// lostReason says why holder at epoch does not hold the lease, or "".
+func lostReason(found bool, cur tokens.Lease, holder string, epoch int64) string {
+	switch {
+	case !found:
+		return "never acquired"
+	case cur.Holder != holder || cur.Epoch != epoch:
+		return fmt.Sprintf("held by %q at epoch %d", cur.Holder, cur.Epoch)
+	}
+	return ""
+}
+
+func checkHolderEpoch(name, holder string, epoch int64) error {
+	if err := tokens.ValidateLeaseRequest(name, holder); err != nil {
+		return err
+	}
+	if epoch <= 0 {
+		return fmt.Errorf("%w: epoch must be positive, got %d", tokens.ErrInvalidLease, epoch)
+	}
+	return nil
+}
+
+func getLease(tx *bolt.Tx, name string) (leaseRecord, bool, error) {
+	v := tx.Bucket(leaseBucket).Get([]byte(name))
+	if v == nil {
+		return leaseRecord{}, false, nil
+	}
+	var rec leaseRecord
+	if err := json.Unmarshal(v, &rec); err != nil || rec.Epoch <= 0 || rec.TTLMillis <= 0 {
+		return leaseRecord{}, false, fmt.Errorf("corrupt lease record for %q", name)
+	}
+	return rec, true, nil
+}
+
+func putLease(tx *bolt.Tx, name string, rec leaseRecord) error {
+	v, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	return tx.Bucket(leaseBucket).Put([]byte(name), v)
+}

@@ -1,0 +1,373 @@
+package etcdstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/fencegw/fencegw/tokens"
+)
+
+// ErrEpochsExhausted is wrapped by the *tokens.UnavailableError of an Acquire
+// whose next epoch would exceed the largest int64.
+var ErrEpochsExhausted = errors.New("etcdstore: epoch space exhausted")
+
+// cleanupTimeout bounds the best-effort revocation of an etcd lease that a
+// failed Acquire granted but did not use. It runs even when the caller's
+// context has ended, so a failing Acquire may return up to this much later
+// than its context.
+const cleanupTimeout = time.Second
+
+// Acquire grants the lease name to holder for ttl when it is free, lapsed,
+// released or already held by holder; see tokens.LeaseStore.
+//
+// It reads the lease record, the alive key, the HWM and the issued key in
+// one linearizable transaction. When the alive key exists and names another
+// holder it returns *tokens.LeaseHeldError, whose ExpiresAt is estimated
+// from the remaining TTL of that holder's etcd lease. Otherwise it grants an
+// etcd lease of ttl rounded up to whole seconds (etcd raises it to the
+// cluster's minimum TTL if lower) and, in one transaction conditioned on
+// none of the four keys having changed since the read, writes the record,
+// the alive key attached to the new etcd lease, and the new epoch, one above
+// the record's epoch and the HWM, as both HWM and issued epoch. When the
+// condition fails it decides again from the new state, until the
+// transaction succeeds, the lease turns out held, or ctx ends. A holder's
+// previous etcd lease is revoked after its re-acquire succeeds (best
+// effort: it no longer carries any key).
+//
+// The grant's ExpiresAt is ttl after the moment Acquire asked etcd for the
+// lease, on this process's clock: no later than the etcd lease lapses.
+// Previous, when the lease was acquired before, has the previous grant with
+// Held as it was read and ExpiresAt the moment the new grant completed (an
+// upper bound on when it lapsed or was superseded).
+//
+// Invalid arguments return an error wrapping tokens.ErrInvalidResource or
+// tokens.ErrInvalidLease; any failure of the cluster, a corrupt key or an
+// exhausted epoch space a *tokens.UnavailableError, in which case the
+// grant may or may not have happened (Acquire revokes the etcd lease it
+// granted, so a grant that did happen ends at once).
+func (s *Store) Acquire(ctx context.Context, name, holder string, ttl time.Duration) (tokens.Grant, error) {
+	const op = "acquire"
+	if err := tokens.ValidateLeaseRequest(name, holder); err != nil {
+		return tokens.Grant{}, err
+	}
+	if err := tokens.ValidateTTL(ttl); err != nil {
+		return tokens.Grant{}, err
+	}
+	if s.closed.Load() {
+		return tokens.Grant{}, unavailable(op, name, ErrClosed)
+	}
+	st, err := s.readState(ctx, name, true)
+	if err != nil {
+		return tokens.Grant{}, unavailable(op, name, err)
+	}
+
+	var (
+		granted   clientv3.LeaseID // etcd lease granted by this call, not yet used
+		grantedAt time.Time
+		etcdTTL   int64
+	)
+	fail := func(err error) (tokens.Grant, error) {
+		if granted != 0 {
+			s.revokeQuietly(ctx, granted)
+		}
+		return tokens.Grant{}, err
+	}
+	for {
+		if st.alive && st.rec.Holder != holder {
+			return fail(&tokens.LeaseHeldError{
+				Name:      name,
+				Holder:    st.rec.Holder,
+				Epoch:     st.rec.Epoch,
+				ExpiresAt: s.expiresAt(ctx, st),
+			})
+		}
+		base := max(st.rec.Epoch, st.hwm, st.issued)
+		if base == math.MaxInt64 {
+			return fail(unavailable(op, name, fmt.Errorf("%w: HWM %d", ErrEpochsExhausted, base)))
+		}
+		epoch := base + 1
+		if err := ctx.Err(); err != nil {
+			return fail(unavailable(op, name, err))
+		}
+		if granted == 0 {
+			grantedAt = time.Now()
+			resp, err := s.cli.Grant(ctx, ttlSeconds(ttl))
+			if err != nil {
+				return fail(unavailable(op, name, fmt.Errorf("granting an etcd lease of %ds: %w", ttlSeconds(ttl), err)))
+			}
+			if resp.Error != "" {
+				return fail(unavailable(op, name, fmt.Errorf("granting an etcd lease of %ds: %s", ttlSeconds(ttl), resp.Error)))
+			}
+			granted, etcdTTL = resp.ID, resp.TTL
+		}
+		rec := leaseRecord{
+			Holder:    holder,
+			Epoch:     epoch,
+			TTLMillis: ttl.Milliseconds(),
+			EtcdLease: int64(granted),
+			EtcdTTL:   etcdTTL,
+			GrantedAt: grantedAt.UTC().Format(time.RFC3339Nano),
+		}
+		tr, err := s.cli.Txn(ctx).
+			If(
+				unchanged(s.leaseKey(name), st.recRev),
+				unchanged(s.aliveKey(name), st.aliveRev),
+				unchanged(s.key(name), st.hwmRev),
+				unchanged(s.issuedKey(name), st.issuedRev),
+			).
+			Then(
+				clientv3.OpPut(s.leaseKey(name), encodeRecord(rec)),
+				clientv3.OpPut(s.aliveKey(name), encodeAlive(holder, epoch), clientv3.WithLease(granted)),
+				clientv3.OpPut(s.key(name), encodeEpoch(epoch)),
+				clientv3.OpPut(s.issuedKey(name), encodeEpoch(epoch)),
+			).
+			Else(s.readOps(name, true)...).
+			Commit()
+		if isLeaseNotFound(err) {
+			// The etcd lease lapsed before the put: slow retries. Start over
+			// with a fresh one.
+			granted = 0
+			if st, err = s.readState(ctx, name, true); err != nil {
+				return fail(unavailable(op, name, err))
+			}
+			continue
+		}
+		if err != nil {
+			return fail(unavailable(op, name, fmt.Errorf("grant transaction: %w", err)))
+		}
+		if !tr.Succeeded {
+			if st, err = s.parseState(name, true, tr.Responses); err != nil {
+				return fail(unavailable(op, name, err))
+			}
+			continue
+		}
+		if st.alive && st.aliveID != granted {
+			s.revokeQuietly(ctx, st.aliveID) // holder's own previous grant
+		}
+		done := time.Now().UTC()
+		g := tokens.Grant{Lease: tokens.Lease{
+			Name:      name,
+			Holder:    holder,
+			Epoch:     epoch,
+			TTL:       ttl,
+			ExpiresAt: grantedAt.Add(ttl).UTC(),
+			Held:      true,
+		}}
+		if st.found {
+			g.Previous = &tokens.Lease{
+				Name:      name,
+				Holder:    st.rec.Holder,
+				Epoch:     st.rec.Epoch,
+				TTL:       st.rec.ttl(),
+				ExpiresAt: done,
+				Held:      st.alive,
+			}
+		}
+		return g, nil
+	}
+}
+
+// Renew extends holder's live lease at epoch by its TTL from now, on the
+// cluster's clock; see tokens.LeaseStore. It never changes the epoch or any
+// key: it reads the record and alive key linearizably and, if they name
+// holder at epoch and the alive key exists, sends one keep-alive for the
+// etcd lease, which restarts its full etcd TTL at the leader. When the
+// record names another holder or epoch, the alive key is gone (the lease
+// lapsed or was released) or etcd no longer knows the lease (it lapsed after
+// the read), it returns *tokens.LeaseLostError. A renewal can never revive a
+// lapsed lease: etcd refuses keep-alives of expired leases.
+//
+// The returned ExpiresAt is the TTL after the keep-alive was sent, on this
+// process's clock. Invalid arguments return an error wrapping
+// tokens.ErrInvalidResource or tokens.ErrInvalidLease; failures of the
+// cluster or corrupt keys a *tokens.UnavailableError.
+func (s *Store) Renew(ctx context.Context, name, holder string, epoch int64) (tokens.Lease, error) {
+	const op = "renew"
+	if err := validateHolderEpoch(name, holder, epoch); err != nil {
+		return tokens.Lease{}, err
+	}
+	if s.closed.Load() {
+		return tokens.Lease{}, unavailable(op, name, ErrClosed)
+	}
+	st, err := s.readState(ctx, name, false)
+	if err != nil {
+		return tokens.Lease{}, unavailable(op, name, err)
+	}
+	if lost := s.lost(ctx, name, holder, epoch, st); lost != nil {
+		return tokens.Lease{}, lost
+	}
+	if !st.alive {
+		return tokens.Lease{}, s.lostError(ctx, name, holder, epoch, st, "lapsed or released")
+	}
+	start := time.Now()
+	if _, err := s.cli.KeepAliveOnce(ctx, st.aliveID); err != nil {
+		if isLeaseNotFound(err) {
+			st.alive = false
+			return tokens.Lease{}, s.lostError(ctx, name, holder, epoch, st, "lapsed")
+		}
+		return tokens.Lease{}, unavailable(op, name, fmt.Errorf("keep-alive of etcd lease %x: %w", int64(st.aliveID), err))
+	}
+	return tokens.Lease{
+		Name:      name,
+		Holder:    holder,
+		Epoch:     epoch,
+		TTL:       st.rec.ttl(),
+		ExpiresAt: start.Add(st.rec.ttl()).UTC(),
+		Held:      true,
+	}, nil
+}
+
+// Release ends holder's lease at epoch now by revoking its etcd lease, which
+// deletes the alive key; the record keeps the epoch so that the next grant
+// raises it. See tokens.LeaseStore. An etcd lease that already lapsed or was
+// revoked counts as released, so a retried Release succeeds. When the
+// record names another holder or epoch, or the lease was never acquired, it
+// returns *tokens.LeaseLostError. Invalid arguments return an error wrapping
+// tokens.ErrInvalidResource or tokens.ErrInvalidLease; failures of the
+// cluster or corrupt keys a *tokens.UnavailableError.
+func (s *Store) Release(ctx context.Context, name, holder string, epoch int64) error {
+	const op = "release"
+	if err := validateHolderEpoch(name, holder, epoch); err != nil {
+		return err
+	}
+	if s.closed.Load() {
+		return unavailable(op, name, ErrClosed)
+	}
+	st, err := s.readState(ctx, name, false)
+	if err != nil {
+		return unavailable(op, name, err)
+	}
+	if lost := s.lost(ctx, name, holder, epoch, st); lost != nil {
+		return lost
+	}
+	id := clientv3.LeaseID(st.rec.EtcdLease)
+	if _, err := s.cli.Revoke(ctx, id); err != nil && !isLeaseNotFound(err) {
+		return unavailable(op, name, fmt.Errorf("revoking etcd lease %x: %w", int64(id), err))
+	}
+	return nil
+}
+
+// Lease returns the state of the lease name, read linearizably: Held when
+// its alive key exists, ExpiresAt then estimated from the remaining TTL of
+// its etcd lease (whole seconds, rounded down, so up to a second early), and
+// the read time when not held (it lapsed or was released by then). A lease
+// never acquired returns an error wrapping tokens.ErrLeaseNotFound; an
+// invalid name one wrapping tokens.ErrInvalidResource; failures of the
+// cluster or corrupt keys a *tokens.UnavailableError.
+func (s *Store) Lease(ctx context.Context, name string) (tokens.Lease, error) {
+	const op = "lease"
+	if err := tokens.ValidateResource(name); err != nil {
+		return tokens.Lease{}, err
+	}
+	if s.closed.Load() {
+		return tokens.Lease{}, unavailable(op, name, ErrClosed)
+	}
+	st, err := s.readState(ctx, name, false)
+	if err != nil {
+		return tokens.Lease{}, unavailable(op, name, err)
+	}
+	if !st.found {
+		return tokens.Lease{}, fmt.Errorf("lease %q: %w", name, tokens.ErrLeaseNotFound)
+	}
+	return s.view(ctx, name, st), nil
+}
+
+// readState reads a lease's keys in one linearizable transaction.
+func (s *Store) readState(ctx context.Context, name string, withEpochs bool) (leaseState, error) {
+	tr, err := s.cli.Txn(ctx).Then(s.readOps(name, withEpochs)...).Commit()
+	if err != nil {
+		return leaseState{}, fmt.Errorf("reading lease keys: %w", err)
+	}
+	return s.parseState(name, withEpochs, tr.Responses)
+}
+
+// lost returns the *tokens.LeaseLostError of a renew or release by holder
+// at epoch when the record does not name them, or nil.
+func (s *Store) lost(ctx context.Context, name, holder string, epoch int64, st leaseState) error {
+	switch {
+	case !st.found:
+		return s.lostError(ctx, name, holder, epoch, st, "never acquired")
+	case st.rec.Holder != holder || st.rec.Epoch != epoch:
+		return s.lostError(ctx, name, holder, epoch, st,
+			fmt.Sprintf("granted to %q at epoch %d since", st.rec.Holder, st.rec.Epoch))
+	}
+	return nil
+}
+
+func (s *Store) lostError(ctx context.Context, name, holder string, epoch int64, st leaseState, reason string) error {
+	e := &tokens.LeaseLostError{Name: name, Holder: holder, Epoch: epoch, Reason: reason}
+	if st.found {
+		e.Current = s.view(ctx, name, st)
+	}
+	return e
+}
+
+// view turns a read state with a record into a tokens.Lease.
+func (s *Store) view(ctx context.Context, name string, st leaseState) tokens.Lease {
+	l := tokens.Lease{
+		Name:   name,
+		Holder: st.rec.Holder,
+		Epoch:  st.rec.Epoch,
+		TTL:    st.rec.ttl(),
+		Held:   st.alive,
+	}
+	if st.alive {
+		l.ExpiresAt = s.expiresAt(ctx, st)
+	} else {
+		l.ExpiresAt = time.Now().UTC()
+	}
+	return l
+}
+
+// expiresAt estimates when the live lease in st lapses: now plus its etcd
+// lease's remaining TTL, now if etcd no longer knows it, or now plus its
+// TTL when etcd cannot be asked. It is only ever an estimate; whether the
+// lease is held is decided by the alive key.
+func (s *Store) expiresAt(ctx context.Context, st leaseState) time.Time {
+	now := time.Now().UTC()
+	resp, err := s.cli.TimeToLive(ctx, st.aliveID)
+	switch {
+	case isLeaseNotFound(err):
+		return now
+	case err != nil:
+		return now.Add(st.rec.ttl())
+	case resp.TTL <= 0:
+		return now
+	}
+	return now.Add(time.Duration(resp.TTL) * time.Second)
+}
+
+// revokeQuietly revokes an etcd lease that no longer carries a key worth
+// keeping, ignoring failures: an unrevoked lease lapses after its TTL. It
+// waits at most cleanupTimeout, even past the end of ctx.
+func (s *Store) revokeQuietly(ctx context.Context, id clientv3.LeaseID) {
+	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	_, _ = s.cli.Revoke(c, id)
+}
+
+// ttlSeconds is ttl in whole seconds, rounded up: etcd lease TTLs are whole
+// seconds, and a lease must not lapse before its TTL.
+func ttlSeconds(ttl time.Duration) int64 {
+	return int64((ttl + time.Second - 1) / time.Second)
+}
+
+func isLeaseNotFound(err error) bool {
+	return err != nil && errors.Is(err, rpctypes.ErrLeaseNotFound)
+}
+
+func validateHolderEpoch(name, holder string, epoch int64) error {
+	if err := tokens.ValidateLeaseRequest(name, holder); err != nil {
+		return err
+	}
+	if epoch <= 0 {
+		return fmt.Errorf("%w: epoch must be positive, got %d", tokens.ErrInvalidLease, epoch)
+	}
+	return nil
+}

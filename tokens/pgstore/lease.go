@@ -1,0 +1,244 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/fencegw/fencegw/tokens"
+)
+
+// ErrEpochExhausted means a grant would need an epoch above 2^63-1: the
+// lease's epoch or the resource's HWM is already the highest epoch. Acquire
+// returns it wrapped in a *tokens.UnavailableError and changes nothing.
+var ErrEpochExhausted = errors.New("pgstore: epoch space exhausted")
+
+// Acquire grants lease name to holder for ttl when it is free, expired or
+// already held by holder; see tokens.LeaseStore. The TTL is kept in whole
+// milliseconds (a finer ttl is truncated, and Grant.TTL says so) and every
+// deadline is computed by the database: ExpiresAt is now() + ttl on its
+// clock, now() being the start of the grant's transaction.
+//
+// One READ COMMITTED transaction locks the lease row, then the HWM row of
+// resource name (always in that order, so acquires never deadlock), and
+// sets both: the grant's epoch is one above the lease's previous epoch and
+// the HWM, and becomes the HWM and the highest epoch issued for name. A
+// live lease of another holder returns *tokens.LeaseHeldError and changes
+// nothing. A grant that would pass 2^63-1 returns an *tokens.UnavailableError
+// wrapping ErrEpochExhausted. Any other failure returns an
+// *tokens.UnavailableError: the grant may or may not have been committed.
+func (s *Store) Acquire(ctx context.Context, name, holder string, ttl time.Duration) (tokens.Grant, error) {
+	if err := tokens.ValidateLeaseRequest(name, holder); err != nil {
+		return tokens.Grant{}, err
+	}
+	if err := tokens.ValidateTTL(ttl); err != nil {
+		return tokens.Grant{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return tokens.Grant{}, &tokens.UnavailableError{Op: "acquire", Resource: name, Err: err}
+	}
+	g, err := s.acquire(ctx, name, holder, ttl.Milliseconds())
+	var held *tokens.LeaseHeldError
+	switch {
+	case errors.As(err, &held):
+		return tokens.Grant{}, held
+	case err != nil:
+		return tokens.Grant{}, &tokens.UnavailableError{Op: "acquire", Resource: name, Err: err}
+	}
+	return g, nil
+}
+
+func (s *Store) acquire(ctx context.Context, name, holder string, ttlMS int64) (tokens.Grant, error) {
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	if err != nil {
+		return tokens.Grant{}, fmt.Errorf("begin: %w", err)
+	}
+	defer rollback(ctx, tx)
+
+	// Lock the lease row, creating it if it is missing. A concurrent
+	// creator's INSERT makes this one wait for its commit, after which the
+	// row exists and is locked below; so the name is locked either way.
+	var g tokens.Grant
+	var created bool
+	err = tx.QueryRow(ctx, s.q.leaseCreate, name, holder, ttlMS).Scan(&created)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		prev, err := scanLease(name, tx.QueryRow(ctx, s.q.leaseLock, name))
+		if err != nil {
+			return tokens.Grant{}, fmt.Errorf("lock lease: %w", err)
+		}
+		if prev.Held && prev.Holder != holder {
+			return tokens.Grant{}, &tokens.LeaseHeldError{Name: name, Holder: prev.Holder,
+				Epoch: prev.Epoch, ExpiresAt: prev.ExpiresAt}
+		}
+		g.Previous = &prev
+	case err != nil:
+		return tokens.Grant{}, fmt.Errorf("create lease: %w", err)
+	}
+
+	var base int64 // the lease's epoch: the grant must be above it
+	if g.Previous != nil {
+		base = g.Previous.Epoch
+	}
+	if base == math.MaxInt64 {
+		return tokens.Grant{}, fmt.Errorf("lease %q is at epoch %d: %w", name, base, ErrEpochExhausted)
+	}
+	// Fence on grant: raise the HWM in the same transaction, under the
+	// HWM row's lock, to one above both the lease and the HWM.
+	var epoch int64
+	err = tx.QueryRow(ctx, s.q.fenceGrant, name, base+1).Scan(&epoch)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return tokens.Grant{}, fmt.Errorf("HWM of %q is %d: %w", name, int64(math.MaxInt64), ErrEpochExhausted)
+	case err != nil:
+		return tokens.Grant{}, fmt.Errorf("raise HWM: %w", err)
+	case epoch <= base:
+		return tokens.Grant{}, fmt.Errorf("database granted epoch %d over lease epoch %d", epoch, base)
+	}
+
+	g.Lease, err = scanLease(name, tx.QueryRow(ctx, s.q.leaseGrant, name, holder, epoch, ttlMS))
+	if err != nil {
+		return tokens.Grant{}, fmt.Errorf("grant lease: %w", err)
+	}
+	if g.Epoch != epoch || g.Holder != holder || !g.Held {
+		return tokens.Grant{}, fmt.Errorf("database stored lease %+v for epoch %d", g.Lease, epoch)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return tokens.Grant{}, fmt.Errorf("commit: %w", err)
+	}
+	return g, nil
+}
+
+// rollback ends tx if it is still open. The rollback gets its own short
+// deadline so a cancelled ctx still ends the transaction on the server; if
+// it fails, pgx closes the connection, which ends it as well.
+func rollback(ctx context.Context, tx pgx.Tx) {
+	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_ = tx.Rollback(c) // pgx.ErrTxClosed after a commit
+}
+
+// Renew extends holder's live lease at epoch by its TTL, from now() on the
+// database's clock; see tokens.LeaseStore. It is one conditional UPDATE and
+// never changes the epoch, nor moves the deadline back. When the lease
+// expired, was never acquired, or is another holder's or another epoch's,
+// it returns a *tokens.LeaseLostError whose Current is the lease read right
+// after the refusal. A failure of the database returns an
+// *tokens.UnavailableError: the renewal may or may not have been committed.
+func (s *Store) Renew(ctx context.Context, name, holder string, epoch int64) (tokens.Lease, error) {
+	if err := validateHeld(name, holder, epoch); err != nil {
+		return tokens.Lease{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return tokens.Lease{}, &tokens.UnavailableError{Op: "renew", Resource: name, Err: err}
+	}
+	l, err := scanLease(name, s.pool.QueryRow(ctx, s.q.renew, name, holder, epoch))
+	switch {
+	case err == nil:
+		if l.Holder != holder || l.Epoch != epoch || !l.Held {
+			return tokens.Lease{}, &tokens.UnavailableError{Op: "renew", Resource: name,
+				Err: fmt.Errorf("database renewed %+v for %q at epoch %d", l, holder, epoch)}
+		}
+		return l, nil
+	case !errors.Is(err, pgx.ErrNoRows):
+		return tokens.Lease{}, &tokens.UnavailableError{Op: "renew", Resource: name, Err: err}
+	}
+	return tokens.Lease{}, s.lost(ctx, "renew", name, holder, epoch)
+}
+
+// Release ends holder's lease at epoch now on the database's clock, keeping
+// its epoch so the next grant raises it; see tokens.LeaseStore. A lease that
+// already lapsed or was released keeps its earlier deadline, and releasing
+// it again succeeds. When the lease was never acquired or another holder or
+// epoch was granted since, it returns a *tokens.LeaseLostError. A failure of
+// the database returns an *tokens.UnavailableError.
+func (s *Store) Release(ctx context.Context, name, holder string, epoch int64) error {
+	if err := validateHeld(name, holder, epoch); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return &tokens.UnavailableError{Op: "release", Resource: name, Err: err}
+	}
+	tag, err := s.pool.Exec(ctx, s.q.release, name, holder, epoch)
+	switch {
+	case err != nil:
+		return &tokens.UnavailableError{Op: "release", Resource: name, Err: err}
+	case tag.RowsAffected() == 1:
+		return nil
+	}
+	return s.lost(ctx, "release", name, holder, epoch)
+}
+
+// Lease returns the state of lease name, Held decided by the database's
+// clock, or tokens.ErrLeaseNotFound if it was never acquired. A failure of
+// the database returns an *tokens.UnavailableError.
+func (s *Store) Lease(ctx context.Context, name string) (tokens.Lease, error) {
+	if err := tokens.ValidateResource(name); err != nil {
+		return tokens.Lease{}, err
+	}
+	l, err := s.lease(ctx, name)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return tokens.Lease{}, tokens.ErrLeaseNotFound
+	case err != nil:
+		return tokens.Lease{}, &tokens.UnavailableError{Op: "lease", Resource: name, Err: err}
+	}
+	return l, nil
+}
+
+func (s *Store) lease(ctx context.Context, name string) (tokens.Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return tokens.Lease{}, err
+	}
+	return scanLease(name, s.pool.QueryRow(ctx, s.q.leaseGet, name))
+}
+
+// lost builds the *tokens.LeaseLostError of a refused renew or release from
+// the lease read with a fresh statement, or an *tokens.UnavailableError if
+// it cannot be read.
+func (s *Store) lost(ctx context.Context, op, name, holder string, epoch int64) error {
+	cur, err := s.lease(ctx, name)
+	var reason string
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		cur, reason = tokens.Lease{}, "never acquired"
+	case err != nil:
+		return &tokens.UnavailableError{Op: op, Resource: name,
+			Err: fmt.Errorf("read lease after refusing %s: %w", op, err)}
+	case cur.Holder != holder || cur.Epoch != epoch:
+		reason = fmt.Sprintf("held by %s at epoch %d", cur.Holder, cur.Epoch)
+		if !cur.Held {
+			reason += " (expired)"
+		}
+	default:
+		reason = "expired"
+	}
+	return &tokens.LeaseLostError{Name: name, Holder: holder, Epoch: epoch, Current: cur, Reason: reason}
+}
+
+// validateHeld checks the arguments of Renew and Release.
+func validateHeld(name, holder string, epoch int64) error {
+	if err := tokens.ValidateLeaseRequest(name, holder); err != nil {
+		return err
+	}
+	if epoch <= 0 {
+		return fmt.Errorf("%w: epoch must be positive, got %d", tokens.ErrInvalidLease, epoch)
+	}
+	return nil
+}
+
+// scanLease reads the leaseColumns of lease name from row.
+func scanLease(name string, row pgx.Row) (tokens.Lease, error) {
+	l := tokens.Lease{Name: name}
+	var ttlMS int64
+	if err := row.Scan(&l.Holder, &l.Epoch, &ttlMS, &l.ExpiresAt, &l.Held); err != nil {
+		return tokens.Lease{}, err
+	}
+	l.TTL = time.Duration(ttlMS) * time.Millisecond
+	l.ExpiresAt = l.ExpiresAt.UTC()
+	return l, nil
+}

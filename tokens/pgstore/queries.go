@@ -1,0 +1,81 @@
+package pgstore
+
+// queries is the SQL of a Store, built once by Open for its schema. Every
+// time is the database's: now() is the start of the statement's transaction
+// on the server's clock, never the Go process's.
+type queries struct {
+	// current reads the HWM of $1.
+	current string
+	// marks reads the HWM and the highest issued epoch of $1.
+	marks string
+	// advance raises the HWM of $1 to $2 unless $2 is below it or above
+	// the highest issued epoch (when one was issued), returning the new
+	// HWM; it returns no row when it refuses.
+	advance string
+
+	// leaseCreate inserts lease $1 for holder $2 with ttl_ms $3 if it does
+	// not exist, returning a row only if it did not. The row is a
+	// placeholder that the same transaction overwrites with leaseGrant, so
+	// no other session ever sees its values; it locks the name meanwhile.
+	leaseCreate string
+	// leaseLock reads lease $1 and locks its row.
+	leaseLock string
+	// fenceGrant raises the HWM of $1 to max(HWM+1, $2) and records it as
+	// the highest issued epoch, returning it; it locks the HWM row, and
+	// returns no row when the HWM is already 2^63-1.
+	fenceGrant string
+	// leaseGrant gives lease $1 to holder $2 at epoch $3 for ttl_ms $4.
+	leaseGrant string
+	// leaseGet reads lease $1.
+	leaseGet string
+	// renew extends lease $1 of holder $2 at epoch $3 if it is live.
+	renew string
+	// release ends lease $1 of holder $2 at epoch $3 now, unless it ended.
+	release string
+}
+
+// maxEpoch is 2^63-1, the highest epoch, in SQL.
+const maxEpoch = "9223372036854775807"
+
+// leaseColumns are the columns scanLease reads, Held computed by the
+// database in the same statement.
+const leaseColumns = `holder, epoch, ttl_ms, expires_at, expires_at > now()`
+
+func newQueries(o *options) queries {
+	hwm, lease := o.ident(hwmTable), o.ident(leaseTable)
+	return queries{
+		current: `SELECT epoch FROM ` + hwm + ` WHERE resource = $1`,
+		marks:   `SELECT epoch, issued FROM ` + hwm + ` WHERE resource = $1`,
+		advance: `INSERT INTO ` + hwm + ` AS h (resource, epoch) VALUES ($1, $2)
+ON CONFLICT (resource) DO UPDATE SET epoch = EXCLUDED.epoch, updated_at = now()
+WHERE h.epoch <= EXCLUDED.epoch AND (h.issued = 0 OR EXCLUDED.epoch <= h.issued)
+RETURNING h.epoch`,
+
+		leaseCreate: `INSERT INTO ` + lease + ` (name, holder, epoch, ttl_ms, expires_at, granted_at)
+VALUES ($1, $2, 1, $3, '-infinity', now())
+ON CONFLICT (name) DO NOTHING
+RETURNING true`,
+		leaseLock: `SELECT ` + leaseColumns + ` FROM ` + lease + ` WHERE name = $1 FOR UPDATE`,
+		// ON CONFLICT evaluates its WHERE before SET, so h.epoch + 1 never
+		// overflows; a concurrent first insert of the row is waited for and
+		// then updated, so no raw Advance can slip a higher HWM in.
+		fenceGrant: `INSERT INTO ` + hwm + ` AS h (resource, epoch, issued) VALUES ($1, $2, $2)
+ON CONFLICT (resource) DO UPDATE
+SET epoch = GREATEST(h.epoch + 1, EXCLUDED.epoch), issued = GREATEST(h.epoch + 1, EXCLUDED.epoch), updated_at = now()
+WHERE h.epoch < ` + maxEpoch + `
+RETURNING h.epoch`,
+		leaseGrant: `UPDATE ` + lease + `
+SET holder = $2, epoch = $3, ttl_ms = $4, expires_at = now() + $4::bigint * interval '1 millisecond', granted_at = now()
+WHERE name = $1
+RETURNING ` + leaseColumns,
+		leaseGet: `SELECT ` + leaseColumns + ` FROM ` + lease + ` WHERE name = $1`,
+		// GREATEST: a renewal never shortens a lease, even if the
+		// database's clock stepped back since the last one.
+		renew: `UPDATE ` + lease + `
+SET expires_at = GREATEST(expires_at, now() + ttl_ms * interval '1 millisecond')
+WHERE name = $1 AND holder = $2 AND epoch = $3 AND expires_at > now()
+RETURNING ` + leaseColumns,
+		release: `UPDATE ` + lease + ` SET expires_at = LEAST(expires_at, now())
+WHERE name = $1 AND holder = $2 AND epoch = $3`,
+	}
+}
