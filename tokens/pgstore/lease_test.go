@@ -272,8 +272,8 @@ func TestMigrateFromV1(t *testing.T) {
 	sql(t, dsn, "INSERT INTO fencegw_hwm (resource, epoch) VALUES ('old', 40), ('leased', 7)")
 
 	s := open(t, dsn)
-	if got := queryInt(t, dsn, "SELECT max(version) FROM fencegw_schema_version"); got != 2 {
-		t.Fatalf("schema version = %d, want 2", got)
+	if got := queryInt(t, dsn, "SELECT max(version) FROM fencegw_schema_version"); got != 3 {
+		t.Fatalf("schema version = %d, want 3", got)
 	}
 	mustCurrent(t, s, "old", 40)
 	mustAdvance(t, s, "old", 1000)
@@ -286,9 +286,9 @@ func TestMigrateFromV1(t *testing.T) {
 	if !errors.As(err, &notIssued) || notIssued.Issued != 8 {
 		t.Fatalf("Advance(leased, 9) = %v, want *EpochNotIssuedError issued 8", err)
 	}
-	open(t, dsn) // already at version 2: no DDL
-	if got := queryInt(t, dsn, "SELECT count(*) FROM fencegw_schema_version"); got != 2 {
-		t.Fatalf("schema version rows = %d, want 2", got)
+	open(t, dsn) // already at the latest version: no DDL
+	if got := queryInt(t, dsn, "SELECT count(*) FROM fencegw_schema_version"); got != 3 {
+		t.Fatalf("schema version rows = %d, want 3", got)
 	}
 }
 

@@ -49,6 +49,15 @@ CREATE TABLE ` + o.ident(leaseTable) + ` (
 	granted_at timestamptz NOT NULL
 )`
 	},
+	func(o *options) string {
+		// The token authority's generated signing key, shared by every
+		// replica when no key file is configured.
+		return `CREATE TABLE ` + o.ident(keyTable) + ` (
+	name       text COLLATE "C" PRIMARY KEY,
+	key        bytea NOT NULL,
+	created_at timestamptz NOT NULL DEFAULT now()
+)`
+	},
 }
 
 // migrate brings the schema to the latest version in one transaction under

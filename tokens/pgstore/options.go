@@ -27,6 +27,7 @@ func WithSchema(schema string) Option {
 const (
 	hwmTable     = "fencegw_hwm"
 	leaseTable   = "fencegw_lease"
+	keyTable     = "fencegw_key"
 	versionTable = "fencegw_schema_version"
 )
 

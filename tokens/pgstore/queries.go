@@ -32,6 +32,11 @@ type queries struct {
 	renew string
 	// release ends lease $1 of holder $2 at epoch $3 now, unless it ended.
 	release string
+
+	// keyKeep stores key $2 under name $1 unless one is stored there.
+	keyKeep string
+	// keyGet reads the key stored under name $1.
+	keyGet string
 }
 
 // maxEpoch is 2^63-1, the highest epoch, in SQL.
@@ -42,8 +47,11 @@ const maxEpoch = "9223372036854775807"
 const leaseColumns = `holder, epoch, ttl_ms, expires_at, expires_at > now()`
 
 func newQueries(o *options) queries {
-	hwm, lease := o.ident(hwmTable), o.ident(leaseTable)
+	hwm, lease, key := o.ident(hwmTable), o.ident(leaseTable), o.ident(keyTable)
 	return queries{
+		keyKeep: `INSERT INTO ` + key + ` (name, key) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING`,
+		keyGet:  `SELECT key FROM ` + key + ` WHERE name = $1`,
+
 		current: `SELECT epoch FROM ` + hwm + ` WHERE resource = $1`,
 		marks:   `SELECT epoch, issued FROM ` + hwm + ` WHERE resource = $1`,
 		advance: `INSERT INTO ` + hwm + ` AS h (resource, epoch) VALUES ($1, $2)
