@@ -4,6 +4,9 @@
 // Usage:
 //
 //	fencegw serve [--config FILE] [--listen ADDR] [--api-listen ADDR] [--store STORE] [--route PREFIX=UPSTREAM]...
+//	fencegw lease acquire|renew|release|get NAME [flags]
+//	fencegw token inspect TOKEN [flags]
+//	fencegw keys generate|api-key [flags]
 //	fencegw echo [--listen ADDR]
 //	fencegw version
 package main
@@ -24,6 +27,9 @@ const usage = `fencegw: a fencing gateway
 
 Usage:
   fencegw serve [flags]   run the gateway (fencegw serve -h for flags)
+  fencegw lease OP NAME   acquire, renew, release or get a lease
+  fencegw token inspect   decode and verify a token
+  fencegw keys generate   make a signing key; keys api-key: a control API key
   fencegw echo [flags]    run a sample upstream that echoes what reaches it
   fencegw version         print the version
 `
@@ -43,6 +49,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "serve":
 		return serve(ctx, args[1:], stderr)
+	case "lease":
+		return leaseCmd(ctx, args[1:], stdout, stderr)
+	case "token":
+		return tokenCmd(ctx, args[1:], stdout, stderr)
+	case "keys":
+		return keysCmd(args[1:], stdout, stderr)
 	case "echo":
 		return echo(ctx, args[1:], stdout, stderr)
 	case "version":

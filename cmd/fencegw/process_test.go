@@ -21,8 +21,9 @@ import (
 	"github.com/fencegw/fencegw/internal/testpg"
 )
 
-// binary is the fencegw executable built once for the process tests.
-var binary string
+// binary is the fencegw executable built once for the process tests;
+// leaderBinary is the test leader process (internal/testleader).
+var binary, leaderBinary string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "fencegw-bin")
@@ -35,6 +36,13 @@ func TestMain(m *testing.M) {
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build fencegw:", err)
+		os.Exit(1)
+	}
+	leaderBinary = filepath.Join(dir, "testleader")
+	build = exec.Command("go", "build", "-race", "-o", leaderBinary, "../../internal/testleader")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build testleader:", err)
 		os.Exit(1)
 	}
 	code := m.Run()

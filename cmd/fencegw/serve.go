@@ -19,17 +19,21 @@ import (
 	"github.com/fencegw/fencegw/tokens"
 )
 
-// routeFlags collects repeated --route PREFIX=UPSTREAM flags.
-type routeFlags []config.Route
+// routeFlag collects repeated PREFIX=UPSTREAM flags into routes of one
+// token mode.
+type routeFlag struct {
+	routes *[]config.Route
+	mode   policy.TokenMode
+}
 
-func (r *routeFlags) String() string { return fmt.Sprint(len(*r), " routes") }
+func (r routeFlag) String() string { return "" }
 
-func (r *routeFlags) Set(v string) error {
+func (r routeFlag) Set(v string) error {
 	prefix, upstream, ok := strings.Cut(v, "=")
 	if !ok || prefix == "" || upstream == "" {
 		return errors.New("want PREFIX=UPSTREAM, e.g. /email/=http://127.0.0.1:9000")
 	}
-	*r = append(*r, config.Route{Prefix: prefix, Upstream: upstream, Tokens: string(policy.TokensRaw)})
+	*r.routes = append(*r.routes, config.Route{Prefix: prefix, Upstream: upstream, Tokens: string(r.mode)})
 	return nil
 }
 
@@ -45,9 +49,12 @@ func loadServeConfig(args []string, stderr io.Writer) (config.Config, error) {
 		store     = fs.String("store", "", "store: a file `path`, postgres://… or etcd://host:port (default fencegw.db)")
 		logLevel  = fs.String("log-level", "", "log `level`: debug, info, warn, error")
 		logFormat = fs.String("log-format", "", "log `format`: json or text")
-		routes    routeFlags
+		routes    []config.Route
 	)
-	fs.Var(&routes, "route", "add a route with raw tokens, `PREFIX=UPSTREAM`; the resource comes from the Fencing-Resource header (repeatable)")
+	fs.Var(routeFlag{&routes, policy.TokensRaw}, "route",
+		"add a route with raw epochs, `PREFIX=UPSTREAM`; the resource comes from the Fencing-Resource header (repeatable)")
+	fs.Var(routeFlag{&routes, policy.TokensSigned}, "signed-route",
+		"add a route with signed tokens, `PREFIX=UPSTREAM`; the resource comes from the token (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		return config.Config{}, err
 	}
@@ -107,7 +114,20 @@ func serve(ctx context.Context, args []string, stderr io.Writer) int {
 func indent(s string) string { return "  " + strings.ReplaceAll(s, "\n", "\n  ") }
 
 func runGateway(ctx context.Context, c config.Config, log *slog.Logger) error {
-	routes, err := c.PolicyRoutes()
+	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	store, err := openStore(openCtx, c.Store)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	auth, err := newAuthority(openCtx, c, store, log)
+	if err != nil {
+		return err
+	}
+	sources := &sourceOpener{ctx: openCtx}
+	defer sources.Close()
+	routes, err := c.PolicyRoutes(config.RouteDeps{Signed: auth.verifier, OpenSource: sources.open})
 	if err != nil {
 		return err
 	}
@@ -115,13 +135,9 @@ func runGateway(ctx context.Context, c config.Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	store, err := openStore(openCtx, c.Store)
-	cancel()
-	if err != nil {
-		return err
+	if !c.GatewayKeys().Enabled() {
+		log.Warn("control API without api_keys: no caller is authenticated; serving on loopback only", "api_listen", c.APIListen)
 	}
-	defer store.Close()
 
 	proxyLn, err := net.Listen("tcp", c.Listen)
 	if err != nil {
@@ -140,8 +156,9 @@ func runGateway(ctx context.Context, c config.Config, log *slog.Logger) error {
 	})
 	defer transport.CloseIdleConnections()
 	proxy := newServer(c, gateway.New(gateway.Options{Routes: gateway.NewRoutes(table), Fence: fence,
-		Transport: transport, Logger: log, MaxBodyBytes: c.MaxBodyBytes}), log)
-	api := newServer(c, gateway.NewControlAPI(gateway.ControlOptions{Fence: fence, Logger: log}), log)
+		Transport: transport, Logger: log, MaxBodyBytes: c.MaxBodyBytes, UpstreamTimeout: c.UpstreamTimeout.D()}), log)
+	api := newServer(c, gateway.NewControlAPI(gateway.ControlOptions{Fence: fence, Logger: log, Issuer: auth,
+		JWKS: auth.keys.JWKS, Keys: c.GatewayKeys()}), log)
 
 	errc := make(chan error, 2)
 	go func() { errc <- serveOn(proxy, proxyLn) }()

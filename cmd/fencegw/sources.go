@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/fencegw/fencegw/config"
+	"github.com/fencegw/fencegw/tokens"
+	"github.com/fencegw/fencegw/tokens/source"
+	"github.com/fencegw/fencegw/tokens/source/etcdsource"
+	"github.com/fencegw/fencegw/tokens/source/pgsource"
+)
+
+// sourceOpener opens the routes' epoch sources and remembers them to close.
+type sourceOpener struct {
+	ctx    context.Context
+	opened []io.Closer
+}
+
+// open opens one route's epoch source; errors name the field.
+func (o *sourceOpener) open(field string, c *config.EpochSource) (tokens.EpochSource, error) {
+	var s source.Source
+	switch c.Kind {
+	case "postgres":
+		ps, err := pgsource.Open(o.ctx, pgsource.Options{DSN: c.DSN, Table: c.Table, NameColumn: c.NameColumn,
+			HolderColumn: c.HolderColumn, EpochColumn: c.EpochColumn, ExpiresColumn: c.ExpiresColumn})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", field, err)
+		}
+		o.opened = append(o.opened, ps)
+		s = ps
+	case "etcd":
+		es, err := etcdsource.Open(o.ctx, etcdsource.Options{Endpoints: c.Endpoints})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", field, err)
+		}
+		o.opened = append(o.opened, es)
+		s = es.ForPrefix(c.Prefix)
+	default:
+		return nil, fmt.Errorf("%s.kind: unknown kind %q", field, c.Kind)
+	}
+	return checker{source.Coalesce(s)}, nil
+}
+
+func (o *sourceOpener) Close() error {
+	var errs []error
+	for _, c := range o.opened {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// checker adapts an epoch source to the fence's verdicts: below the
+// source's epoch (or lapsed) is stale, above it was never issued.
+type checker struct{ s source.Source }
+
+func (c checker) Check(ctx context.Context, resource string, epoch int64) error {
+	l, err := c.s.Current(ctx, resource)
+	if err != nil {
+		return fmt.Errorf("epoch source: %w", err)
+	}
+	err = source.Check(l, resource, epoch)
+	var (
+		stale *source.StaleError
+		ahead *source.AheadError
+	)
+	switch {
+	case errors.As(err, &stale):
+		return &tokens.StaleEpochError{Resource: resource, Presented: epoch, Current: stale.Current}
+	case errors.As(err, &ahead):
+		return &tokens.EpochNotIssuedError{Resource: resource, Presented: epoch, Issued: ahead.Current}
+	}
+	return err
+}

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// leaderProc is a running internal/testleader process and its events.
+type leaderProc struct {
+	cmd    *exec.Cmd
+	mu     sync.Mutex
+	events []map[string]any
+	done   chan struct{}
+}
+
+func startLeader(t *testing.T, api, target, holder string) *leaderProc {
+	t.Helper()
+	p := &leaderProc{cmd: exec.Command(leaderBinary, "--api", api, "--write", target, "--lease", "invoice-sweeper",
+		"--holder", holder, "--lease-duration", "3s", "--renew-deadline", "2s", "--retry", "500ms", "--job", "300ms"),
+		done: make(chan struct{})}
+	out, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer close(p.done)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			var ev map[string]any
+			if json.Unmarshal(sc.Bytes(), &ev) == nil {
+				p.mu.Lock()
+				p.events = append(p.events, ev)
+				p.mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		p.cmd.Process.Signal(syscall.SIGCONT)
+		p.cmd.Process.Kill()
+		p.cmd.Wait()
+		<-p.done
+		if t.Failed() {
+			t.Logf("%s events: %v", holder, p.snapshot())
+		}
+	})
+	return p
+}
+
+func (p *leaderProc) snapshot() []map[string]any {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]map[string]any(nil), p.events...)
+}
+
+// await waits for an event matching match, bounded; it returns it.
+func (p *leaderProc) await(t *testing.T, what string, match func(map[string]any) bool) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, ev := range p.snapshot() {
+			if match(ev) {
+				return ev
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("no %s: events %v", what, p.snapshot())
+	return nil
+}
+
+func is(kind string, epoch float64) func(map[string]any) bool {
+	return func(ev map[string]any) bool { return ev["event"] == kind && (epoch == 0 || ev["epoch"] == epoch) }
+}
+
+// arrival is one write as the upstream saw it.
+type arrival struct {
+	holder, epoch string
+	at            time.Time
+}
+
+// TestSeedTimelineWithProcesses plays the seed article's timeline with real
+// processes: node-a leads and writes; it is frozen with SIGSTOP past its
+// lease; node-b takes over with a higher epoch; node-a wakes, its write is
+// refused with 412 and it steps down; the upstream received nothing from
+// node-a after the takeover.
+func TestSeedTimelineWithProcesses(t *testing.T) {
+	var mu sync.Mutex
+	var arrivals []arrival
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		arrivals = append(arrivals, arrival{r.Header.Get("X-Holder"), r.Header.Get("Fencing-Epoch"), time.Now()})
+		mu.Unlock()
+		w.WriteHeader(http.StatusCreated)
+	}))
+	defer up.Close()
+	gw := start(t, "--store", filepath.Join(t.TempDir(), "s.db"), "--signed-route", "/w/="+up.URL)
+
+	a := startLeader(t, gw.api, gw.proxy+"/w/send", "node-a")
+	a.await(t, "node-a leading at epoch 1", is("leading", 1))
+	a.await(t, "node-a's first write", func(ev map[string]any) bool { return ev["event"] == "write" && ev["status"] == 201.0 })
+	b := startLeader(t, gw.api, gw.proxy+"/w/send", "node-b")
+	time.Sleep(1500 * time.Millisecond) // node-b campaigns while node-a renews
+	for _, ev := range b.snapshot() {
+		if ev["event"] == "leading" {
+			t.Fatalf("node-b led while node-a renewed: %v", ev)
+		}
+	}
+
+	if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	takeover := b.await(t, "node-b's takeover at epoch 2", is("leading", 2))
+	takeoverAt := time.UnixMilli(int64(takeover["at"].(float64)))
+	b.await(t, "node-b's first write", func(ev map[string]any) bool { return ev["event"] == "write" && ev["status"] == 201.0 })
+	if err := a.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	a.await(t, "node-a's write refused with 412", func(ev map[string]any) bool {
+		return ev["event"] == "write" && ev["epoch"] == 1.0 && ev["status"] == 412.0
+	})
+	a.await(t, "node-a stepping down", is("stopped", 1))
+	time.Sleep(500 * time.Millisecond) // anything node-a still had in flight arrives
+
+	mu.Lock()
+	defer mu.Unlock()
+	var fromA, fromB int
+	for _, w := range arrivals {
+		switch w.holder {
+		case "node-a":
+			fromA++
+			if w.epoch != "1" || !w.at.Before(takeoverAt) {
+				t.Errorf("node-a's write at epoch %s reached the upstream at %s, after the takeover at %s",
+					w.epoch, w.at.Format(time.StampMilli), takeoverAt.Format(time.StampMilli))
+			}
+		case "node-b":
+			fromB++
+			if w.epoch != "2" {
+				t.Errorf("node-b wrote at epoch %s", w.epoch)
+			}
+		}
+	}
+	if fromA == 0 || fromB == 0 {
+		t.Fatalf("writes: %d from node-a, %d from node-b", fromA, fromB)
+	}
+	t.Logf("upstream: %d writes from node-a (all before the takeover), %d from node-b", fromA, fromB)
+}
