@@ -125,7 +125,7 @@ func runGateway(ctx context.Context, c config.Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	sources := &sourceOpener{ctx: openCtx}
+	sources := &sourceOpener{ctx: openCtx, timeout: c.StoreTimeout.D()}
 	defer sources.Close()
 	routes, err := c.PolicyRoutes(config.RouteDeps{Signed: auth.verifier, OpenSource: sources.open})
 	if err != nil {

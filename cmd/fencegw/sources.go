@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/fencegw/fencegw/config"
 	"github.com/fencegw/fencegw/tokens"
@@ -15,8 +16,9 @@ import (
 
 // sourceOpener opens the routes' epoch sources and remembers them to close.
 type sourceOpener struct {
-	ctx    context.Context
-	opened []io.Closer
+	ctx     context.Context
+	timeout time.Duration // bounds each check, as store_timeout bounds store calls
+	opened  []io.Closer
 }
 
 // open opens one route's epoch source; errors name the field.
@@ -41,7 +43,7 @@ func (o *sourceOpener) open(field string, c *config.EpochSource) (tokens.EpochSo
 	default:
 		return nil, fmt.Errorf("%s.kind: unknown kind %q", field, c.Kind)
 	}
-	return checker{source.Coalesce(s)}, nil
+	return checker{s: source.Coalesce(s), timeout: o.timeout}, nil
 }
 
 func (o *sourceOpener) Close() error {
@@ -54,9 +56,14 @@ func (o *sourceOpener) Close() error {
 
 // checker adapts an epoch source to the fence's verdicts: below the
 // source's epoch (or lapsed) is stale, above it was never issued.
-type checker struct{ s source.Source }
+type checker struct {
+	s       source.Source
+	timeout time.Duration
+}
 
 func (c checker) Check(ctx context.Context, resource string, epoch int64) error {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
 	l, err := c.s.Current(ctx, resource)
 	if err != nil {
 		return fmt.Errorf("epoch source: %w", err)

@@ -1,0 +1,21 @@
+// Package source defines epoch sources: external elections that are the
+// truth about who leads a resource, for teams that bring their own lease (a
+// PostgreSQL lease table, an etcd election) instead of taking leases from
+// fencegw.
+//
+// A route with raw tokens may name a Source. A presented epoch is admitted
+// only if it equals the source's current epoch for the resource and that
+// leader's lease has not lapsed; Check makes that decision from a Leader
+// and returns a *StaleError (refuse with 412) or an *AheadError (refuse with
+// 403). Any error from Source.Current means the source could not confirm the
+// leader, and the caller must fail closed (503).
+//
+// Fencing depends on Current being fresh: every backend reads the truth
+// linearizably (the PostgreSQL primary, a linearizable etcd read), never a
+// cache or a replica. Coalesce lets concurrent checks of one resource share
+// reads without weakening that: a caller is only ever answered by a read
+// that started after it called.
+//
+// Backends live in subpackages: pgsource (the seed's leader_lease table) and
+// etcdsource (a go.etcd.io/etcd/client/v3/concurrency Election).
+package source
