@@ -69,12 +69,12 @@ func (ks APIKeys) requireKey(allowed func(k *APIKey, r *http.Request) bool) func
 			k, ok := ks.lookup(r)
 			if !ok {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="fencegw"`)
-				writeProblem(w, Problem{Type: TypeUnauthorized, Title: "API key required", Status: http.StatusUnauthorized,
+				writeProblem(w, r, Problem{Type: TypeUnauthorized, Title: "API key required", Status: http.StatusUnauthorized,
 					Detail: "send a valid API key as Authorization: Bearer <key>"})
 				return
 			}
 			if !allowed(k, r) {
-				writeProblem(w, Problem{Type: TypeForbidden, Title: "API key not allowed here", Status: http.StatusForbidden,
+				writeProblem(w, r, Problem{Type: TypeForbidden, Title: "API key not allowed here", Status: http.StatusForbidden,
 					Detail: "the key " + k.Name + " may not use " + r.URL.Path})
 				return
 			}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/fencegw/fencegw/tokens"
 )
@@ -28,6 +30,10 @@ type ControlOptions struct {
 	JWKS func() ([]byte, error)
 	// Keys authenticate callers; empty lets every caller through.
 	Keys APIKeys
+	// Observer reports spans, lease metrics and serves the audit.
+	Observer *Observer
+	// Metrics serves GET /metrics; nil serves 404.
+	Metrics http.Handler
 }
 
 // NewControlAPI returns the control API handler, served on its own listener:
@@ -50,19 +56,41 @@ func NewControlAPI(o ControlOptions) http.Handler {
 	if o.ReadyTimeout <= 0 {
 		o.ReadyTimeout = 2 * time.Second
 	}
+	if o.Observer == nil {
+		o.Observer = mustObserver()
+	}
+	return o.Observer.serverHandler(NewControlRouter(o), "control")
+}
+
+// NewControlRouter returns the control API's router without the server
+// spans NewControlAPI adds around it.
+func NewControlRouter(o ControlOptions) chi.Router {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.ReadyTimeout <= 0 {
+		o.ReadyTimeout = 2 * time.Second
+	}
+	if o.Observer == nil {
+		o.Observer = mustObserver()
+	}
 	c := &control{ControlOptions: o}
 	r := chi.NewRouter()
+	r.Use(nameSpanByRoute)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		writeProblem(w, Problem{Type: TypeNotFound, Title: "Not found", Status: http.StatusNotFound,
+		writeProblem(w, r, Problem{Type: TypeNotFound, Title: "Not found", Status: http.StatusNotFound,
 			Detail: "no control API endpoint at " + r.URL.Path})
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		writeProblem(w, Problem{Type: TypeMethodNotAllowed, Title: "Method not allowed", Status: http.StatusMethodNotAllowed,
+		writeProblem(w, r, Problem{Type: TypeMethodNotAllowed, Title: "Method not allowed", Status: http.StatusMethodNotAllowed,
 			Detail: r.Method + " is not allowed on " + r.URL.Path})
 	})
 	r.Get("/healthz", c.healthz)
 	r.Get("/readyz", c.readyz)
 	r.Get("/.well-known/jwks.json", c.jwks)
+	if o.Metrics != nil {
+		r.Method(http.MethodGet, "/metrics", o.Metrics)
+	}
 	r.Group(func(r chi.Router) {
 		r.Use(o.Keys.requireKey(func(k *APIKey, r *http.Request) bool {
 			name, err := pathParam(r, "name")
@@ -73,6 +101,7 @@ func NewControlAPI(o ControlOptions) http.Handler {
 	r.Group(func(r chi.Router) {
 		r.Use(o.Keys.requireKey(func(k *APIKey, _ *http.Request) bool { return k.Admin }))
 		r.Get("/v1/fences/{resource}", c.getFence)
+		r.Get("/v1/audit/rejections", c.rejections)
 	})
 	return r
 }
@@ -90,7 +119,7 @@ func (c *control) readyz(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	if err := c.Fence.Store().Ping(ctx); err != nil {
 		c.Logger.LogAttrs(r.Context(), slog.LevelWarn, "not ready", slog.String("error", err.Error()))
-		writeProblem(w, Problem{Type: TypeStoreUnavailable, Title: "Fencing store unavailable",
+		writeProblem(w, r, Problem{Type: TypeStoreUnavailable, Title: "Fencing store unavailable",
 			Status: http.StatusServiceUnavailable, Detail: "the store does not answer", retryAfter: 1})
 		return
 	}
@@ -109,20 +138,20 @@ func (c *control) getFence(w http.ResponseWriter, r *http.Request) {
 		err = tokens.ValidateResource(resource)
 	}
 	if err != nil {
-		writeProblem(w, Problem{Type: TypeBadResource, Title: "Invalid resource name", Status: http.StatusBadRequest,
+		writeProblem(w, r, Problem{Type: TypeBadResource, Title: "Invalid resource name", Status: http.StatusBadRequest,
 			Detail: err.Error()})
 		return
 	}
 	epoch, err := c.Fence.Current(r.Context(), resource)
 	if err != nil {
 		if errors.Is(err, tokens.ErrInvalidResource) {
-			writeProblem(w, Problem{Type: TypeBadResource, Title: "Invalid resource name", Status: http.StatusBadRequest,
+			writeProblem(w, r, Problem{Type: TypeBadResource, Title: "Invalid resource name", Status: http.StatusBadRequest,
 				Detail: err.Error()})
 			return
 		}
 		c.Logger.LogAttrs(r.Context(), slog.LevelWarn, "read fence failed", slog.String("resource", resource),
 			slog.String("error", err.Error()))
-		writeProblem(w, Problem{Type: TypeStoreUnavailable, Title: "Fencing store unavailable",
+		writeProblem(w, r, Problem{Type: TypeStoreUnavailable, Title: "Fencing store unavailable",
 			Status: http.StatusServiceUnavailable, Detail: "the store could not be read", Resource: resource, retryAfter: 1})
 		return
 	}
@@ -134,7 +163,7 @@ func (c *control) jwks(w http.ResponseWriter, r *http.Request) {
 	if c.JWKS != nil {
 		var err error
 		if body, err = c.JWKS(); err != nil {
-			writeProblem(w, Problem{Type: TypeInternal, Title: "Key set unavailable", Status: http.StatusInternalServerError,
+			writeProblem(w, r, Problem{Type: TypeInternal, Title: "Key set unavailable", Status: http.StatusInternalServerError,
 				Detail: err.Error()})
 			return
 		}
@@ -142,6 +171,21 @@ func (c *control) jwks(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/jwk-set+json")
 	w.Header().Set("Cache-Control", "public, max-age=300")
 	w.Write(body)
+}
+
+// nameSpanByRoute names the request's server span after the matched route
+// pattern, as the semantic conventions ask ("GET /v1/leases/{name}").
+func nameSpanByRoute(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, r)
+		rc := chi.RouteContext(r.Context())
+		if rc == nil || rc.RoutePattern() == "" {
+			return
+		}
+		span := trace.SpanFromContext(r.Context())
+		span.SetName(r.Method + " " + rc.RoutePattern())
+		span.SetAttributes(semconv.HTTPRoute(rc.RoutePattern()))
+	})
 }
 
 // pathParam returns a route parameter decoded exactly once: chi matches on

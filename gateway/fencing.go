@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net/http"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/fencegw/fencegw/policy"
 	"github.com/fencegw/fencegw/tokens"
 )
@@ -26,8 +28,10 @@ const (
 
 // Fencing is middleware that admits or refuses fenced requests. It needs the
 // route recorded by MatchRoute. An admitted request reaches next with its
-// Admission in the context; a refused one never does.
-func Fencing(fence *tokens.Fence, log *slog.Logger) func(http.Handler) http.Handler {
+// Admission in the context; a refused one never does. Every decision is
+// recorded on the request's span and counted; every refusal is logged and
+// kept in the audit.
+func Fencing(fence *tokens.Fence, obs *Observer, log *slog.Logger) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			rt, ok := RouteFrom(r.Context())
@@ -35,11 +39,13 @@ func Fencing(fence *tokens.Fence, log *slog.Logger) func(http.Handler) http.Hand
 				next.ServeHTTP(w, r)
 				return
 			}
-			a, p := decide(r, rt, fence)
+			a, p := decide(r, rt, fence, obs)
+			obs.recordDecision(r, rt, a, p)
 			if p != nil {
 				p.Route = rt.Name
-				logRefusal(log, r, p)
-				writeProblem(w, *p)
+				obs.audit(r, a, p)
+				logRefusal(log, r, a, p)
+				writeProblem(w, r, *p)
 				return
 			}
 			next.ServeHTTP(w, r.WithContext(withAdmission(r.Context(), a)))
@@ -54,7 +60,7 @@ func Fencing(fence *tokens.Fence, log *slog.Logger) func(http.Handler) http.Hand
 // than the route); an epoch source, where the route names one, must agree
 // (412 below, 403 above); then the fence decides (412 stale, 403 never
 // issued, 503 unconfirmed).
-func decide(r *http.Request, rt *policy.Route, fence *tokens.Fence) (Admission, *Problem) {
+func decide(r *http.Request, rt *policy.Route, fence *tokens.Fence, obs *Observer) (Admission, *Problem) {
 	tok := r.Header.Values(TokenHeader)
 	switch {
 	case len(tok) == 0 || tok[0] == "":
@@ -85,13 +91,22 @@ func decide(r *http.Request, rt *policy.Route, fence *tokens.Fence) (Admission, 
 		return a, &Problem{Type: TypeBadResource, Title: "Resource cannot be determined", Status: http.StatusBadRequest,
 			Detail: err.Error(), PresentedEpoch: epochPtr(claims.Epoch)}
 	}
+	ctx, span := obs.span(r.Context(), "fencing.check", AttrResource.String(a.Resource), AttrEpochPresented.Int64(a.Epoch))
+	defer span.End()
 	if rt.EpochSource != nil {
-		if p := refusal(rt.EpochSource.Check(r.Context(), a.Resource, claims.Epoch), a); p != nil {
+		if p := refusal(rt.EpochSource.Check(ctx, a.Resource, claims.Epoch), a); p != nil {
 			p.Detail = "epoch source: " + p.Detail
+			span.SetAttributes(AttrDecision.String(string(decisionOf(p))))
 			return a, p
 		}
 	}
-	return a, refusal(fence.Admit(r.Context(), a.Resource, claims.Epoch), a)
+	p := refusal(fence.Admit(ctx, a.Resource, claims.Epoch), a)
+	if p != nil {
+		span.SetAttributes(AttrDecision.String(string(decisionOf(p))))
+	} else {
+		span.SetAttributes(AttrDecision.String(string(DecisionAdmitted)))
+	}
+	return a, p
 }
 
 // resolveResource names the resource a verified request writes to. A signed
@@ -157,8 +172,9 @@ func decisionOf(p *Problem) Decision {
 	}
 }
 
-// logRefusal writes one line per refused write. It never logs the token.
-func logRefusal(log *slog.Logger, r *http.Request, p *Problem) {
+// logRefusal writes one line per refused write, whether or not its trace
+// is sampled. It never logs the token.
+func logRefusal(log *slog.Logger, r *http.Request, a Admission, p *Problem) {
 	attrs := []slog.Attr{
 		slog.String("decision", string(decisionOf(p))),
 		slog.String("route", p.Route),
@@ -174,6 +190,12 @@ func logRefusal(log *slog.Logger, r *http.Request, p *Problem) {
 	}
 	if p.CurrentEpoch != nil {
 		attrs = append(attrs, slog.Int64("current_epoch", *p.CurrentEpoch))
+	}
+	if a.Holder != "" {
+		attrs = append(attrs, slog.String("holder", a.Holder))
+	}
+	if sc := trace.SpanContextFromContext(r.Context()); sc.IsValid() {
+		attrs = append(attrs, slog.String("trace_id", sc.TraceID().String()), slog.String("span_id", sc.SpanID().String()))
 	}
 	level := slog.LevelInfo
 	if p.Status == http.StatusServiceUnavailable {

@@ -19,6 +19,8 @@ type Options struct {
 	// MaxBodyBytes caps request bodies; 0 means no cap. A declared
 	// Content-Length above it is refused with 413 before any fencing.
 	MaxBodyBytes int64
+	// Observer reports spans, metrics and the audit (none when nil).
+	Observer *Observer
 	// UpstreamTimeout bounds a whole admitted exchange with the upstream,
 	// reading the client's body included (default 30s). It bounds how long
 	// a write admitted at one epoch can still reach the upstream.
@@ -39,13 +41,27 @@ func New(o Options) http.Handler {
 	if o.UpstreamTimeout <= 0 {
 		o.UpstreamTimeout = 30 * time.Second
 	}
-	var h http.Handler = NewProxy(o.Transport, o.Logger)
+	if o.Observer == nil {
+		o.Observer = mustObserver()
+	}
+	var h http.Handler = NewProxy(o.Observer.Transport(o.Transport), o.Logger)
 	h = Deadline(o.UpstreamTimeout)(h)
-	h = Fencing(o.Fence, o.Logger)(h)
+	h = Fencing(o.Fence, o.Observer, o.Logger)(h)
 	if o.MaxBodyBytes > 0 {
 		h = LimitBody(o.MaxBodyBytes)(h)
 	}
-	return MatchRoute(o.Routes)(h)
+	h = MatchRoute(o.Routes)(h)
+	return o.Observer.serverHandler(h, "proxy")
+}
+
+// mustObserver returns an Observer that reports nothing; building it cannot
+// fail.
+func mustObserver() *Observer {
+	o, err := NewObserver(nil, nil, nil, nil)
+	if err != nil {
+		panic(err)
+	}
+	return o
 }
 
 // Deadline is middleware that bounds an admitted write's whole exchange
@@ -78,7 +94,7 @@ func LimitBody(max int64) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.ContentLength > max {
-				writeProblem(w, Problem{Type: TypeBodyTooLarge, Title: "Request body too large",
+				writeProblem(w, r, Problem{Type: TypeBodyTooLarge, Title: "Request body too large",
 					Status: http.StatusRequestEntityTooLarge,
 					Detail: fmt.Sprintf("the request body of %d bytes exceeds %d bytes", r.ContentLength, max)})
 				return

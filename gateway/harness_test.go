@@ -225,7 +225,12 @@ type gatewayOptions struct {
 	sources   map[string]tokens.EpochSource // by route prefix
 	// upstreamTimeout bounds admitted exchanges (gateway default when 0).
 	upstreamTimeout time.Duration
+	// observer reports spans and metrics (none when nil).
+	observer *gateway.Observer
 }
+
+// tokensEpochSource abbreviates the epoch source type in tables.
+type tokensEpochSource = tokens.EpochSource
 
 func newGateway(t *testing.T, store tokens.Store, up *upstream, transport http.RoundTripper, specs ...routeSpec) *gw {
 	t.Helper()
@@ -277,9 +282,9 @@ func newGatewayWith(t *testing.T, store tokens.Store, up *upstream, o gatewayOpt
 	}
 	g := &gw{
 		proxy: httptest.NewServer(gateway.New(gateway.Options{Routes: gateway.NewRoutes(table), Fence: fence,
-			Transport: transport, Logger: log, MaxBodyBytes: 1 << 20, UpstreamTimeout: o.upstreamTimeout})),
+			Transport: transport, Logger: log, MaxBodyBytes: 1 << 20, UpstreamTimeout: o.upstreamTimeout, Observer: o.observer})),
 		api: httptest.NewServer(gateway.NewControlAPI(gateway.ControlOptions{Fence: fence, Logger: log, ReadyTimeout: time.Second,
-			Issuer: o.auth, JWKS: o.auth.keys.JWKS, Keys: o.keys})),
+			Issuer: o.auth, JWKS: o.auth.keys.JWKS, Keys: o.keys, Observer: o.observer})),
 		auth:  o.auth,
 		fence: fence,
 	}

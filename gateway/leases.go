@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/fencegw/fencegw/tokens"
 )
@@ -63,12 +64,12 @@ func (c *control) acquire(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.Holder == nil || req.TTLSeconds == nil {
-		badRequest(w, "the body needs \"holder\" and \"ttl_seconds\"")
+		badRequest(w, r, "the body needs \"holder\" and \"ttl_seconds\"")
 		return
 	}
 	ttlf := *req.TTLSeconds
 	if ttlf <= 0 || math.IsNaN(ttlf) || ttlf > tokens.MaxLeaseTTL.Seconds() {
-		badRequest(w, fmt.Sprintf("ttl_seconds must be above 0 and at most %d", int(tokens.MaxLeaseTTL.Seconds())))
+		badRequest(w, r, fmt.Sprintf("ttl_seconds must be above 0 and at most %d", int(tokens.MaxLeaseTTL.Seconds())))
 		return
 	}
 	ttl := time.Duration(ttlf * float64(time.Second))
@@ -77,13 +78,14 @@ func (c *control) acquire(w http.ResponseWriter, r *http.Request) {
 		c.leaseError(w, r, "acquire", name, err)
 		return
 	}
+	c.Observer.leaseGranted(r.Context(), g)
 	attrs := []slog.Attr{slog.String("lease", name), slog.String("holder", g.Holder), slog.Int64("epoch", g.Epoch)}
 	if g.Previous != nil && g.Previous.Holder != g.Holder {
 		attrs = append(attrs, slog.String("previous_holder", g.Previous.Holder), slog.Int64("previous_epoch", g.Previous.Epoch),
 			slog.Bool("previous_held", g.Previous.Held))
 	}
 	c.Logger.LogAttrs(r.Context(), slog.LevelInfo, "lease granted", attrs...)
-	c.writeLease(w, g.Lease)
+	c.writeLease(w, r, g.Lease)
 }
 
 func (c *control) renew(w http.ResponseWriter, r *http.Request) {
@@ -93,10 +95,12 @@ func (c *control) renew(w http.ResponseWriter, r *http.Request) {
 	}
 	l, err := c.Fence.Renew(r.Context(), name, holder, epoch)
 	if err != nil {
+		c.Observer.leaseEvent(r.Context(), "fencing.lease.renew_failed", c.Observer.leaseRenewFailures, name, holder, epoch,
+			attribute.String("error", err.Error()))
 		c.leaseError(w, r, "renew", name, err)
 		return
 	}
-	c.writeLease(w, l)
+	c.writeLease(w, r, l)
 }
 
 func (c *control) release(w http.ResponseWriter, r *http.Request) {
@@ -108,6 +112,7 @@ func (c *control) release(w http.ResponseWriter, r *http.Request) {
 		c.leaseError(w, r, "release", name, err)
 		return
 	}
+	c.Observer.leaseEvent(r.Context(), "fencing.lease.released", c.Observer.leaseReleases, name, holder, epoch)
 	c.Logger.LogAttrs(r.Context(), slog.LevelInfo, "lease released", slog.String("lease", name),
 		slog.String("holder", holder), slog.Int64("epoch", epoch))
 	w.WriteHeader(http.StatusNoContent)
@@ -136,19 +141,19 @@ func (c *control) holderEpoch(w http.ResponseWriter, r *http.Request) (string, s
 		return "", "", 0, false
 	}
 	if req.Holder == nil || req.Epoch == nil {
-		badRequest(w, "the body needs \"holder\" and \"epoch\"")
+		badRequest(w, r, "the body needs \"holder\" and \"epoch\"")
 		return "", "", 0, false
 	}
 	return name, *req.Holder, *req.Epoch, true
 }
 
 // writeLease answers with a lease and a fresh token for its epoch.
-func (c *control) writeLease(w http.ResponseWriter, l tokens.Lease) {
+func (c *control) writeLease(w http.ResponseWriter, r *http.Request, l tokens.Lease) {
 	st := leaseState(l)
 	if c.Issuer != nil {
 		tok, exp, err := c.Issuer.Issue(l.Holder, l.Name, l.Epoch)
 		if err != nil {
-			writeProblem(w, Problem{Type: TypeInternal, Title: "Token could not be signed", Status: http.StatusInternalServerError,
+			writeProblem(w, r, Problem{Type: TypeInternal, Title: "Token could not be signed", Status: http.StatusInternalServerError,
 				Detail: err.Error()})
 			return
 		}
@@ -173,7 +178,7 @@ func (c *control) leaseError(w http.ResponseWriter, r *http.Request, op, name st
 	case errors.As(err, &held):
 		retry := int(math.Ceil(time.Until(held.ExpiresAt).Seconds()))
 		exp := held.ExpiresAt.UTC()
-		writeProblem(w, Problem{Type: TypeLeaseHeld, Title: "Lease held by another holder", Status: http.StatusConflict,
+		writeProblem(w, r, Problem{Type: TypeLeaseHeld, Title: "Lease held by another holder", Status: http.StatusConflict,
 			Detail: held.Error(), Lease: name, Holder: held.Holder, ExpiresAt: &exp, CurrentEpoch: epochPtr(held.Epoch),
 			retryAfter: max(retry, 1)})
 	case errors.As(err, &lost):
@@ -185,16 +190,16 @@ func (c *control) leaseError(w http.ResponseWriter, r *http.Request, op, name st
 		}
 		c.Logger.LogAttrs(r.Context(), slog.LevelInfo, "lease "+op+" refused", slog.String("lease", name),
 			slog.String("holder", lost.Holder), slog.Int64("epoch", lost.Epoch), slog.String("reason", lost.Reason))
-		writeProblem(w, p)
+		writeProblem(w, r, p)
 	case errors.Is(err, tokens.ErrLeaseNotFound):
-		writeProblem(w, Problem{Type: TypeNotFound, Title: "Lease not found", Status: http.StatusNotFound,
+		writeProblem(w, r, Problem{Type: TypeNotFound, Title: "Lease not found", Status: http.StatusNotFound,
 			Detail: "no lease named " + strconv.Quote(name) + " was ever acquired", Lease: name})
 	case errors.Is(err, tokens.ErrInvalidLease), errors.Is(err, tokens.ErrInvalidResource):
-		badRequest(w, err.Error())
+		badRequest(w, r, err.Error())
 	default:
 		c.Logger.LogAttrs(r.Context(), slog.LevelWarn, "lease "+op+" failed", slog.String("lease", name),
 			slog.String("error", err.Error()))
-		writeProblem(w, Problem{Type: TypeStoreUnavailable, Title: "Fencing store unavailable",
+		writeProblem(w, r, Problem{Type: TypeStoreUnavailable, Title: "Fencing store unavailable",
 			Status: http.StatusServiceUnavailable, Detail: "the store could not confirm the " + op, Lease: name, retryAfter: 1})
 	}
 }
@@ -205,7 +210,7 @@ func leaseName(w http.ResponseWriter, r *http.Request) (string, bool) {
 		err = tokens.ValidateResource(name)
 	}
 	if err != nil {
-		writeProblem(w, Problem{Type: TypeBadResource, Title: "Invalid lease name", Status: http.StatusBadRequest,
+		writeProblem(w, r, Problem{Type: TypeBadResource, Title: "Invalid lease name", Status: http.StatusBadRequest,
 			Detail: err.Error()})
 		return "", false
 	}
@@ -218,16 +223,16 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxLeaseBody))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		badRequest(w, "the body is not a valid JSON object: "+err.Error())
+		badRequest(w, r, "the body is not a valid JSON object: "+err.Error())
 		return false
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		badRequest(w, "the body holds more than one JSON value")
+		badRequest(w, r, "the body holds more than one JSON value")
 		return false
 	}
 	return true
 }
 
-func badRequest(w http.ResponseWriter, detail string) {
-	writeProblem(w, Problem{Type: TypeBadRequest, Title: "Bad request", Status: http.StatusBadRequest, Detail: detail})
+func badRequest(w http.ResponseWriter, r *http.Request, detail string) {
+	writeProblem(w, r, Problem{Type: TypeBadRequest, Title: "Bad request", Status: http.StatusBadRequest, Detail: detail})
 }

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Problem is an RFC 9457 problem document with fencegw's extension members.
@@ -19,6 +21,9 @@ type Problem struct {
 	Resource       string `json:"resource,omitempty"`
 	PresentedEpoch *int64 `json:"presented_epoch,omitempty"`
 	CurrentEpoch   *int64 `json:"current_epoch,omitempty"`
+
+	// TraceID names the trace of the request that got this answer.
+	TraceID string `json:"trace_id,omitempty"`
 
 	Lease     string     `json:"lease,omitempty"`
 	Holder    string     `json:"holder,omitempty"`
@@ -58,8 +63,11 @@ const (
 
 func epochPtr(e int64) *int64 { return &e }
 
-// writeProblem sends p as the response.
-func writeProblem(w http.ResponseWriter, p Problem) {
+// writeProblem sends p as the answer to r, naming r's trace.
+func writeProblem(w http.ResponseWriter, r *http.Request, p Problem) {
+	if sc := trace.SpanContextFromContext(r.Context()); sc.HasTraceID() {
+		p.TraceID = sc.TraceID().String()
+	}
 	h := w.Header()
 	h.Set("Content-Type", ProblemContentType)
 	h.Set("Cache-Control", "no-store")

@@ -141,7 +141,7 @@ func proxyErrorHandler(log *slog.Logger) func(http.ResponseWriter, *http.Request
 		}
 		log.LogAttrs(r.Context(), slog.LevelWarn, "upstream failed", slog.String("route", rt.Name),
 			slog.Int("status", p.Status), slog.String("error", err.Error()))
-		writeProblem(w, p)
+		writeProblem(w, r, p)
 	}
 }
 

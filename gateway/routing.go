@@ -34,13 +34,13 @@ func MatchRoute(routes *Routes) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if err := policy.CheckPath(r.URL.Path); err != nil {
-				writeProblem(w, Problem{Type: TypeBadPath, Title: "Request path is not clean", Status: http.StatusBadRequest,
+				writeProblem(w, r, Problem{Type: TypeBadPath, Title: "Request path is not clean", Status: http.StatusBadRequest,
 					Detail: err.Error()})
 				return
 			}
 			rt := routes.Table().Match(r)
 			if rt == nil {
-				writeProblem(w, Problem{Type: TypeNoRoute, Title: "No route serves this path", Status: http.StatusNotFound,
+				writeProblem(w, r, Problem{Type: TypeNoRoute, Title: "No route serves this path", Status: http.StatusNotFound,
 					Detail: fmt.Sprintf("no route for host %q and path %q", r.Host, r.URL.Path)})
 				return
 			}

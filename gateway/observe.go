@@ -1,0 +1,190 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/fencegw/fencegw/policy"
+	"github.com/fencegw/fencegw/tokens"
+)
+
+// instrumentation names the gateway's tracer and meter.
+const instrumentation = "github.com/fencegw/fencegw/gateway"
+
+// Span attributes and events of fencing decisions.
+const (
+	AttrResource       = attribute.Key("fencing.resource")
+	AttrEpochPresented = attribute.Key("fencing.epoch.presented")
+	AttrEpochCurrent   = attribute.Key("fencing.epoch.current")
+	AttrHolder         = attribute.Key("fencing.holder")
+	AttrRoute          = attribute.Key("fencing.route")
+	AttrDecision       = attribute.Key("fencing.decision")
+	// EventStaleWriteRejected is added to the request's span when a stale
+	// write is refused.
+	EventStaleWriteRejected = "fencing.stale_write_rejected"
+)
+
+// Observer is what the gateway reports through OpenTelemetry: spans, the
+// decision and lease metrics, and the audit of refusals. The zero value is
+// not usable; NewObserver with nil providers observes nothing but the audit.
+type Observer struct {
+	TracerProvider trace.TracerProvider
+	MeterProvider  metric.MeterProvider
+	Propagator     propagation.TextMapPropagator
+	// Audit keeps recent refusals; nil keeps none.
+	Audit *Audit
+	// ResourceLabels adds the resource name to lease metrics. Off by
+	// default: resource names are unbounded.
+	ResourceLabels bool
+
+	tracer             trace.Tracer
+	decisions          metric.Int64Counter
+	storeDuration      metric.Float64Histogram
+	leaseGrants        metric.Int64Counter
+	leaseTakeovers     metric.Int64Counter
+	leaseRenewFailures metric.Int64Counter
+	leaseReleases      metric.Int64Counter
+}
+
+// NewObserver builds an Observer. Nil providers observe nothing; a nil
+// propagator propagates W3C trace context and baggage.
+func NewObserver(tp trace.TracerProvider, mp metric.MeterProvider, prop propagation.TextMapPropagator, audit *Audit) (*Observer, error) {
+	if tp == nil {
+		tp = tracenoop.NewTracerProvider()
+	}
+	if mp == nil {
+		mp = metricnoop.NewMeterProvider()
+	}
+	if prop == nil {
+		prop = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
+	}
+	o := &Observer{TracerProvider: tp, MeterProvider: mp, Propagator: prop, Audit: audit,
+		tracer: tp.Tracer(instrumentation)}
+	m := mp.Meter(instrumentation)
+	var errs [7]error
+	o.decisions, errs[0] = m.Int64Counter("fencegw.decisions",
+		metric.WithDescription("Fencing decisions on fenced writes, by route and decision."))
+	o.storeDuration, errs[1] = m.Float64Histogram("fencegw.store.duration", metric.WithUnit("s"),
+		metric.WithDescription("Duration of store calls, by operation and outcome."),
+		metric.WithExplicitBucketBoundaries(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5))
+	o.leaseGrants, errs[2] = m.Int64Counter("fencegw.lease.grants", metric.WithDescription("Lease grants."))
+	o.leaseTakeovers, errs[3] = m.Int64Counter("fencegw.lease.takeovers",
+		metric.WithDescription("Lease grants that took a lease from another holder."))
+	o.leaseRenewFailures, errs[4] = m.Int64Counter("fencegw.lease.renew_failures",
+		metric.WithDescription("Refused or failed lease renewals."))
+	o.leaseReleases, errs[5] = m.Int64Counter("fencegw.lease.releases", metric.WithDescription("Lease releases."))
+	for _, err := range errs {
+		if err != nil {
+			return nil, fmt.Errorf("gateway metrics: %w", err)
+		}
+	}
+	return o, nil
+}
+
+// serverHandler wraps h in a server span per request, named by operation
+// until the route is known, with the client's trace context and baggage.
+func (o *Observer) serverHandler(h http.Handler, operation string) http.Handler {
+	return otelhttp.NewHandler(h, operation,
+		otelhttp.WithTracerProvider(o.TracerProvider),
+		otelhttp.WithMeterProvider(o.MeterProvider),
+		otelhttp.WithPropagators(o.Propagator),
+		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method }))
+}
+
+// Transport wraps base in client spans that carry the trace context and
+// baggage to the upstream.
+func (o *Observer) Transport(base http.RoundTripper) http.RoundTripper {
+	return otelhttp.NewTransport(base,
+		otelhttp.WithTracerProvider(o.TracerProvider),
+		otelhttp.WithMeterProvider(o.MeterProvider),
+		otelhttp.WithPropagators(o.Propagator))
+}
+
+// span starts an internal child span of ctx's span.
+func (o *Observer) span(ctx context.Context, name string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	return o.tracer.Start(ctx, name, trace.WithAttributes(attrs...))
+}
+
+// recordDecision puts a fencing decision on the request's span, adds the
+// stale-write event, and counts it. p is nil for an admission.
+func (o *Observer) recordDecision(r *http.Request, rt *policy.Route, a Admission, p *Problem) {
+	d := DecisionAdmitted
+	if p != nil {
+		d = decisionOf(p)
+	}
+	span := trace.SpanFromContext(r.Context())
+	span.SetName(r.Method + " " + rt.Prefix)
+	attrs := []attribute.KeyValue{AttrRoute.String(rt.Name), AttrDecision.String(string(d)),
+		semconv.HTTPRoute(rt.Prefix)}
+	if a.Resource != "" {
+		attrs = append(attrs, AttrResource.String(a.Resource))
+	}
+	if a.Epoch > 0 {
+		attrs = append(attrs, AttrEpochPresented.Int64(a.Epoch))
+	}
+	if p != nil && p.CurrentEpoch != nil {
+		attrs = append(attrs, AttrEpochCurrent.Int64(*p.CurrentEpoch))
+	} else if p == nil && a.Epoch > 0 {
+		attrs = append(attrs, AttrEpochCurrent.Int64(a.Epoch))
+	}
+	if a.Holder != "" {
+		attrs = append(attrs, AttrHolder.String(a.Holder))
+	}
+	span.SetAttributes(attrs...)
+	if d == DecisionStale {
+		span.AddEvent(EventStaleWriteRejected, trace.WithAttributes(attrs...))
+	}
+	o.decisions.Add(r.Context(), 1, metric.WithAttributes(attribute.String("route", rt.Name), attribute.String("decision", string(d))))
+}
+
+// audit keeps a refusal in the audit.
+func (o *Observer) audit(r *http.Request, a Admission, p *Problem) {
+	if o.Audit == nil {
+		return
+	}
+	rej := Rejection{Time: time.Now().UTC(), Route: p.Route, Resource: p.Resource, PresentedEpoch: p.PresentedEpoch,
+		CurrentEpoch: p.CurrentEpoch, Holder: a.Holder, Decision: decisionOf(p), Status: p.Status,
+		Method: r.Method, Path: r.URL.Path}
+	if rej.Resource == "" {
+		rej.Resource = a.Resource
+	}
+	if sc := trace.SpanContextFromContext(r.Context()); sc.IsValid() {
+		rej.TraceID, rej.SpanID = sc.TraceID().String(), sc.SpanID().String()
+	}
+	o.Audit.Record(rej)
+}
+
+// leaseGranted records a grant on the request's span — a takeover with the
+// previous holder and epoch — and counts it.
+func (o *Observer) leaseGranted(ctx context.Context, g tokens.Grant) {
+	o.leaseEvent(ctx, "fencing.lease.granted", o.leaseGrants, g.Name, g.Holder, g.Epoch)
+	if g.Previous != nil && g.Previous.Holder != g.Holder {
+		o.leaseEvent(ctx, "fencing.lease.takeover", o.leaseTakeovers, g.Name, g.Holder, g.Epoch,
+			attribute.String("fencing.previous_holder", g.Previous.Holder),
+			attribute.Int64("fencing.previous_epoch", g.Previous.Epoch),
+			attribute.Bool("fencing.previous_held", g.Previous.Held))
+	}
+}
+
+// leaseEvent adds a lease event to the request's span and counts it; the
+// lease name is a metric label only with ResourceLabels.
+func (o *Observer) leaseEvent(ctx context.Context, event string, counter metric.Int64Counter, name, holder string, epoch int64, extra ...attribute.KeyValue) {
+	attrs := append([]attribute.KeyValue{AttrResource.String(name), AttrHolder.String(holder), AttrEpochPresented.Int64(epoch)}, extra...)
+	trace.SpanFromContext(ctx).AddEvent(event, trace.WithAttributes(attrs...))
+	if o.ResourceLabels {
+		counter.Add(ctx, 1, metric.WithAttributes(attribute.String("lease", name)))
+	} else {
+		counter.Add(ctx, 1)
+	}
+}
