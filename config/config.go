@@ -52,8 +52,21 @@ type Config struct {
 	// APIKeys authenticate control API callers. Without any, the control
 	// API serves on loopback addresses only.
 	APIKeys []APIKey `yaml:"api_keys"`
+	// Telemetry tunes what fencegw reports. Exporters are configured by the
+	// standard OTEL_* environment variables, not here.
+	Telemetry Telemetry `yaml:"telemetry"`
 	// Routes are the proxied paths.
 	Routes []Route `yaml:"routes"`
+}
+
+// Telemetry tunes metrics labels and the audit of refusals.
+type Telemetry struct {
+	// ResourceLabels adds resource names to lease metrics (unbounded
+	// cardinality: only for a known, small set of resources).
+	ResourceLabels bool `yaml:"resource_labels"`
+	// AuditSize is how many recent refusals each replica keeps for
+	// GET /v1/audit/rejections.
+	AuditSize int `yaml:"audit_size"`
 }
 
 // Signing configures signed tokens.
@@ -126,6 +139,7 @@ func Default() Config {
 		MaxHeaderBytes:                64 << 10,
 		LogLevel:                      "info",
 		LogFormat:                     "json",
+		Telemetry:                     Telemetry{AuditSize: 4096},
 		Signing: Signing{
 			Issuer:        "fencegw",
 			Audience:      "fencegw",

@@ -50,6 +50,7 @@ func TestParseGood(t *testing.T) {
 
 func TestValidationNamesTheField(t *testing.T) {
 	cases := map[string]string{
+		"routes: [{prefix: /a/, upstream: \"http://a\", tokens: raw, epoch_source: {kind: postgres, dsn: \"postgres://x/y\"}}]": "routes[0].resource: required with an epoch_source",
 		"store: \"host=localhost dbname=x\"":                                  "store: looks like a keyword/value DSN",
 		"store: \"etcd://\"":                                                  "store:",
 		"store: \"postgres://a b\"":                                           "store: not a valid postgres URL",
@@ -58,10 +59,10 @@ func TestValidationNamesTheField(t *testing.T) {
 		"signing: {algorithm: RS256}":                                         "signing.algorithm: must be EdDSA, ES256 or HS256",
 		"api_keys: [{name: a, sha256: xyz, leases: [\"a*\"]}]":                "api_keys[0].sha256: must be 64 hex digits",
 		"api_keys: [{name: a, sha256: \"" + strings.Repeat("ab", 32) + "\"}]": "api_keys[0].leases: a non-admin key needs",
-		"routes: [{prefix: /a/, upstream: \"http://a\", epoch_source: {kind: postgres, dsn: \"postgres://x/y\"}}]": "routes[0].epoch_source: needs tokens: raw",
-		"routes: [{prefix: /a/, upstream: \"http://a\", tokens: raw, epoch_source: {kind: zk}}]":                   "routes[0].epoch_source.kind: must be postgres or etcd",
-		"routes: [{prefix: /a/, upstream: \"http://a\", tokens: raw, epoch_source: {kind: etcd}}]":                 "routes[0].epoch_source.endpoints: at least one",
-		"routes: [{prefix: /a/, upstream: \"http://a\", tokens: raw, epoch_source: {kind: postgres, dsn: x}}]":     "routes[0].epoch_source.dsn: must be a postgres:// URL",
+		"routes: [{prefix: /a/, upstream: \"http://a\", epoch_source: {kind: postgres, dsn: \"postgres://x/y\"}}]":          "routes[0].epoch_source: needs tokens: raw",
+		"routes: [{prefix: /a/, upstream: \"http://a\", tokens: raw, resource: r, epoch_source: {kind: zk}}]":               "routes[0].epoch_source.kind: must be postgres or etcd",
+		"routes: [{prefix: /a/, upstream: \"http://a\", tokens: raw, resource: r, epoch_source: {kind: etcd}}]":             "routes[0].epoch_source.endpoints: at least one",
+		"routes: [{prefix: /a/, upstream: \"http://a\", tokens: raw, resource: r, epoch_source: {kind: postgres, dsn: x}}]": "routes[0].epoch_source.dsn: must be a postgres:// URL",
 		"listen: nope":                   "listen: not a host:port",
 		"api_listen: \"127.0.0.1:8080\"": "api_listen: must differ from listen",
 		"store: \"redis://x\"":           "store: unknown store URL scheme",

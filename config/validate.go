@@ -51,6 +51,9 @@ func (c *Config) Validate() error {
 			bad(name, "must be a positive duration, got %s", d.D())
 		}
 	}
+	if c.Telemetry.AuditSize < 1 || c.Telemetry.AuditSize > 1_000_000 {
+		bad("telemetry.audit_size", "must be from 1 to 1000000, got %d", c.Telemetry.AuditSize)
+	}
 	if c.MaxBodyBytes < 0 {
 		bad("max_body_bytes", "must not be negative")
 	}
@@ -108,6 +111,9 @@ func (r *Route) validate(at string) []error {
 	case policy.TokensRaw:
 		if r.EpochSource != nil {
 			errs = append(errs, r.EpochSource.validate(at+".epoch_source")...)
+			if r.Resource == "" {
+				bad("resource", "required with an epoch_source: the client must not choose which election vouches for it")
+			}
 		}
 	default:
 		bad("tokens", "must be signed, raw or any, got %q", r.Tokens)

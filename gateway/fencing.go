@@ -138,8 +138,12 @@ func refusal(err error, a Admission) *Problem {
 	case err == nil:
 		return nil
 	case errors.As(err, &stale):
+		detail := fmt.Sprintf("epoch %d is below the current epoch %d of %q", stale.Presented, stale.Current, a.Resource)
+		if stale.Reason != "" {
+			detail = fmt.Sprintf("epoch %d of %q no longer leads: %s", stale.Presented, a.Resource, stale.Reason)
+		}
 		return &Problem{Type: TypeStaleEpoch, Title: "Stale fencing epoch", Status: http.StatusPreconditionFailed,
-			Detail:   fmt.Sprintf("epoch %d is below the current epoch %d of %q", stale.Presented, stale.Current, a.Resource),
+			Detail:   detail,
 			Resource: a.Resource, PresentedEpoch: epochPtr(stale.Presented), CurrentEpoch: epochPtr(stale.Current)}
 	case errors.As(err, &notIssued):
 		return &Problem{Type: TypeEpochNotIssued, Title: "Epoch was never issued", Status: http.StatusForbidden,

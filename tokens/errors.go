@@ -25,6 +25,9 @@ type StaleEpochError struct {
 	Resource  string
 	Presented int64
 	Current   int64
+	// Reason, when set, says why an epoch not below Current is stale
+	// (an epoch source's lapsed lease, or no leader).
+	Reason string
 }
 
 func (e *StaleEpochError) Error() string {

@@ -2,6 +2,7 @@ package tokens
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -27,9 +28,12 @@ func (f *Fence) Acquire(ctx context.Context, name, holder string, ttl time.Durat
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	g, err := f.store.Acquire(ctx, name, holder, ttl)
-	if err != nil {
-		// The outcome may be unknown: reload from the store next time.
+	var unavailable *UnavailableError
+	if errors.As(err, &unavailable) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		// The outcome is unknown: reload from the store next time.
 		st.ready.Store(false)
+	}
+	if err != nil {
 		return g, err
 	}
 	st.hwm.Store(g.Epoch)

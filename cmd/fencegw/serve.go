@@ -148,6 +148,12 @@ func runGateway(ctx context.Context, c config.Config, log *slog.Logger) error {
 		proxyLn.Close()
 		return fmt.Errorf("api_listen: %w", err)
 	}
+	if a, ok := apiLn.Addr().(*net.TCPAddr); ok && !a.IP.IsLoopback() && !c.GatewayKeys().Enabled() {
+		// "localhost" may resolve elsewhere; trust the bound address only.
+		proxyLn.Close()
+		apiLn.Close()
+		return fmt.Errorf("api_listen: %s is not a loopback address: without api_keys the control API serves on loopback only", a)
+	}
 
 	fence := tokens.NewFence(store, tokens.FenceOptions{StoreTimeout: c.StoreTimeout.D()})
 	transport := gateway.NewTransport(gateway.TransportOptions{

@@ -75,7 +75,11 @@ func (c checker) Check(ctx context.Context, resource string, epoch int64) error 
 	)
 	switch {
 	case errors.As(err, &stale):
-		return &tokens.StaleEpochError{Resource: resource, Presented: epoch, Current: stale.Current}
+		e := &tokens.StaleEpochError{Resource: resource, Presented: epoch, Current: stale.Current}
+		if stale.Reason != source.ReasonSuperseded {
+			e.Reason = string(stale.Reason)
+		}
+		return e
 	case errors.As(err, &ahead):
 		return &tokens.EpochNotIssuedError{Resource: resource, Presented: epoch, Issued: ahead.Current}
 	}

@@ -22,10 +22,10 @@ type leaderProc struct {
 	done   chan struct{}
 }
 
-func startLeader(t *testing.T, api, target, holder string) *leaderProc {
+func startLeader(t *testing.T, api, target, holder string, job time.Duration) *leaderProc {
 	t.Helper()
 	p := &leaderProc{cmd: exec.Command(leaderBinary, "--api", api, "--write", target, "--lease", "invoice-sweeper",
-		"--holder", holder, "--lease-duration", "3s", "--renew-deadline", "2s", "--retry", "500ms", "--job", "300ms"),
+		"--holder", holder, "--lease-duration", "3s", "--renew-deadline", "2s", "--retry", "500ms", "--job", job.String()),
 		done: make(chan struct{})}
 	out, err := p.cmd.StdoutPipe()
 	if err != nil {
@@ -108,10 +108,12 @@ func TestSeedTimelineWithProcesses(t *testing.T) {
 	defer up.Close()
 	gw := start(t, "--store", filepath.Join(t.TempDir(), "s.db"), "--signed-route", "/w/="+up.URL)
 
-	a := startLeader(t, gw.api, gw.proxy+"/w/send", "node-a")
+	a := startLeader(t, gw.api, gw.proxy+"/w/send", "node-a", 300*time.Millisecond)
 	a.await(t, "node-a leading at epoch 1", is("leading", 1))
 	a.await(t, "node-a's first write", func(ev map[string]any) bool { return ev["event"] == "write" && ev["status"] == 201.0 })
-	b := startLeader(t, gw.api, gw.proxy+"/w/send", "node-b")
+	// node-b's jobs are long: it has not written when node-a wakes, so
+	// node-a's refusal comes from the grant alone (fence on grant).
+	b := startLeader(t, gw.api, gw.proxy+"/w/send", "node-b", 3*time.Second)
 	time.Sleep(1500 * time.Millisecond) // node-b campaigns while node-a renews
 	for _, ev := range b.snapshot() {
 		if ev["event"] == "leading" {
@@ -124,14 +126,19 @@ func TestSeedTimelineWithProcesses(t *testing.T) {
 	}
 	takeover := b.await(t, "node-b's takeover at epoch 2", is("leading", 2))
 	takeoverAt := time.UnixMilli(int64(takeover["at"].(float64)))
-	b.await(t, "node-b's first write", func(ev map[string]any) bool { return ev["event"] == "write" && ev["status"] == 201.0 })
 	if err := a.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	a.await(t, "node-a's write refused with 412", func(ev map[string]any) bool {
+	refused := a.await(t, "node-a's write refused with 412", func(ev map[string]any) bool {
 		return ev["event"] == "write" && ev["epoch"] == 1.0 && ev["status"] == 412.0
 	})
+	for _, ev := range b.snapshot() {
+		if ev["event"] == "write" && ev["at"].(float64) <= refused["at"].(float64) {
+			t.Fatalf("node-b wrote before node-a's refusal; the test does not show fence on grant: %v", ev)
+		}
+	}
 	a.await(t, "node-a stepping down", is("stopped", 1))
+	b.await(t, "node-b's first write", func(ev map[string]any) bool { return ev["event"] == "write" && ev["status"] == 201.0 })
 	time.Sleep(500 * time.Millisecond) // anything node-a still had in flight arrives
 
 	mu.Lock()

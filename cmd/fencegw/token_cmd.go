@@ -27,11 +27,10 @@ const tokenUsage = `Usage:
 `
 
 func tokenCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) < 2 || args[0] != "inspect" {
+	if len(args) < 1 || args[0] != "inspect" {
 		fmt.Fprint(stderr, tokenUsage)
 		return 2
 	}
-	token := strings.TrimSpace(args[1])
 	fs := flag.NewFlagSet("fencegw token inspect", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var keyFiles stringList
@@ -39,9 +38,23 @@ func tokenCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	api := fs.String("api", envOr("FENCEGW_API", "http://127.0.0.1:8081"), "control API base `URL` for its JWKS")
 	issuer := fs.String("issuer", "fencegw", "expected `iss`")
 	audience := fs.String("audience", "fencegw", "expected `aud`")
-	if err := fs.Parse(args[2:]); err != nil {
+	// The token may come before or after the flags.
+	rest := args[1:]
+	var token string
+	if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
+		token, rest = rest[0], rest[1:]
+	}
+	if err := fs.Parse(rest); err != nil {
 		return 2
 	}
+	if token == "" && fs.NArg() == 1 {
+		token = fs.Arg(0)
+	}
+	if token == "" {
+		fmt.Fprint(stderr, tokenUsage)
+		return 2
+	}
+	token = strings.TrimSpace(token)
 	parts := strings.Split(token, ".")
 	if len(parts) != 3 {
 		fmt.Fprintln(stderr, "fencegw token inspect: not a compact JWT (three dot-separated parts)")

@@ -11,9 +11,9 @@ var (
 	// ErrUnauthenticated is wrapped by every error a Verifier returns for a
 	// token it refuses: bad structure, unknown key id, algorithm mismatch,
 	// bad signature, expiry, wrong issuer or audience, missing claims. The
-	// gateway maps it to 401 (after mapping tokens.ErrMalformedToken, which
-	// the errors of unparseable tokens also wrap, to 400). It is the
-	// domain's tokens.ErrUnauthenticated.
+	// gateway maps it to 401, for unparseable tokens too (whose errors also
+	// wrap tokens.ErrMalformedToken). It is the domain's
+	// tokens.ErrUnauthenticated.
 	ErrUnauthenticated = tokens.ErrUnauthenticated
 
 	// ErrUnsupportedKey is wrapped by the errors of GenerateKey, ParseKeyPEM

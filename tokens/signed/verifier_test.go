@@ -169,7 +169,6 @@ func TestVerifyRefuses(t *testing.T) {
 		{name: "numeric kid", token: signRaw(t, jwt.SigningMethodEdDSA, ed.signer, `{"alg":"EdDSA","kid":7}`, payload), reason: `no "kid"`},
 		{name: "crit header", token: signRaw(t, jwt.SigningMethodEdDSA, ed.signer, `{"alg":"EdDSA","kid":"`+ed.ID+`","crit":["b64"],"b64":false}`, payload), reason: `"crit"`},
 		{name: "expired", token: signWith(t, ed, claimsJSON(t, expiredAt, nil)), reason: "token expired"},
-		{name: "iat in the future", token: claims(map[string]any{"iat": t0.Add(DefaultLeeway + time.Second).Unix()}), reason: "iat in the future"},
 		{name: "nbf in the future", token: claims(map[string]any{"nbf": t0.Add(DefaultLeeway + time.Second).Unix()}), reason: "nbf in the future"},
 		{name: "wrong issuer", token: claims(map[string]any{"iss": "mallory"}), reason: "wrong issuer"},
 		{name: "issuer differs in case", token: claims(map[string]any{"iss": "FenceGW"}), reason: "wrong issuer"},
@@ -263,7 +262,7 @@ func TestVerifyLeeway(t *testing.T) {
 		name string
 	}{
 		{t0.Add(-DefaultLeeway), true, "iat ahead of the clock by the leeway"},
-		{t0.Add(-DefaultLeeway - time.Second), false, "iat ahead of the clock beyond the leeway"},
+		{t0.Add(-time.Minute), true, "iat ahead of the clock: another replica's clock may run ahead"},
 		{exp.Add(-time.Nanosecond), true, "just before exp"},
 		{exp.Add(DefaultLeeway - time.Nanosecond), true, "after exp within the leeway"},
 		{exp.Add(DefaultLeeway), false, "exp + leeway"},
