@@ -6,8 +6,6 @@ import (
 	"log/slog"
 	"net/http"
 
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/fencegw/fencegw/policy"
 	"github.com/fencegw/fencegw/tokens"
 )
@@ -177,7 +175,9 @@ func decisionOf(p *Problem) Decision {
 }
 
 // logRefusal writes one line per refused write, whether or not its trace
-// is sampled. It never logs the token.
+// is sampled, with the request's context: a logger wrapped by
+// telemetry.LogHandler adds its trace_id and span_id. It never logs the
+// token.
 func logRefusal(log *slog.Logger, r *http.Request, a Admission, p *Problem) {
 	attrs := []slog.Attr{
 		slog.String("decision", string(decisionOf(p))),
@@ -197,9 +197,6 @@ func logRefusal(log *slog.Logger, r *http.Request, a Admission, p *Problem) {
 	}
 	if a.Holder != "" {
 		attrs = append(attrs, slog.String("holder", a.Holder))
-	}
-	if sc := trace.SpanContextFromContext(r.Context()); sc.IsValid() {
-		attrs = append(attrs, slog.String("trace_id", sc.TraceID().String()), slog.String("span_id", sc.SpanID().String()))
 	}
 	level := slog.LevelInfo
 	if p.Status == http.StatusServiceUnavailable {

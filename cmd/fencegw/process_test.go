@@ -92,11 +92,18 @@ func freeAddr(t *testing.T) string {
 // waits until its control API answers.
 func start(t *testing.T, args ...string) *proc {
 	t.Helper()
+	return startEnv(t, nil, args...)
+}
+
+// startEnv is start with extra environment variables (NAME=value).
+func startEnv(t *testing.T, env []string, args ...string) *proc {
+	t.Helper()
 	proxyAddr, apiAddr := freeAddr(t), freeAddr(t)
 	args = append([]string{"serve", "--listen", proxyAddr, "--api-listen", apiAddr}, args...)
 	p := &proc{cmd: exec.Command(binary, args...), stderr: &syncBuffer{}, proxy: "http://" + proxyAddr,
 		api: "http://" + apiAddr, done: make(chan struct{})}
 	p.cmd.Stderr = p.stderr
+	p.cmd.Env = append(os.Environ(), env...)
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

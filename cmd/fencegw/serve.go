@@ -16,6 +16,7 @@ import (
 	"github.com/fencegw/fencegw/config"
 	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/policy"
+	"github.com/fencegw/fencegw/telemetry"
 	"github.com/fencegw/fencegw/tokens"
 )
 
@@ -104,7 +105,20 @@ func serve(ctx context.Context, args []string, stderr io.Writer) int {
 		return 2
 	}
 	log := newLogger(stderr, c.LogLevel, c.LogFormat)
-	if err := runGateway(ctx, c, log); err != nil {
+	tel, err := telemetry.Setup(ctx, telemetry.Options{ServiceVersion: version})
+	if err != nil {
+		fmt.Fprintf(stderr, "fencegw: invalid telemetry configuration: %v\n", err)
+		return 2
+	}
+	defer func() {
+		// Flush what the last requests traced before exiting.
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := tel.Shutdown(sctx); err != nil {
+			log.Warn("telemetry shutdown", "error", err.Error())
+		}
+	}()
+	if err := runGateway(ctx, c, tel, log); err != nil {
 		log.Error("fencegw stopped", "error", err.Error())
 		return 1
 	}
@@ -113,7 +127,12 @@ func serve(ctx context.Context, args []string, stderr io.Writer) int {
 
 func indent(s string) string { return "  " + strings.ReplaceAll(s, "\n", "\n  ") }
 
-func runGateway(ctx context.Context, c config.Config, log *slog.Logger) error {
+func runGateway(ctx context.Context, c config.Config, tel *telemetry.Telemetry, log *slog.Logger) error {
+	obs, err := gateway.NewObserver(tel.TracerProvider, tel.MeterProvider, tel.Propagator, gateway.NewAudit(c.Telemetry.AuditSize))
+	if err != nil {
+		return err
+	}
+	obs.ResourceLabels = c.Telemetry.ResourceLabels
 	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	store, err := openStore(openCtx, c.Store)
@@ -155,22 +174,24 @@ func runGateway(ctx context.Context, c config.Config, log *slog.Logger) error {
 		return fmt.Errorf("api_listen: %s is not a loopback address: without api_keys the control API serves on loopback only", a)
 	}
 
-	fence := tokens.NewFence(store, tokens.FenceOptions{StoreTimeout: c.StoreTimeout.D()})
+	fence := tokens.NewFence(obs.ObserveStore(store), tokens.FenceOptions{StoreTimeout: c.StoreTimeout.D()})
 	transport := gateway.NewTransport(gateway.TransportOptions{
 		DialTimeout:           c.UpstreamDialTimeout.D(),
 		ResponseHeaderTimeout: c.UpstreamResponseHeaderTimeout.D(),
 	})
 	defer transport.CloseIdleConnections()
 	proxy := newServer(c, gateway.New(gateway.Options{Routes: gateway.NewRoutes(table), Fence: fence,
-		Transport: transport, Logger: log, MaxBodyBytes: c.MaxBodyBytes, UpstreamTimeout: c.UpstreamTimeout.D()}), log)
+		Transport: transport, Logger: log, MaxBodyBytes: c.MaxBodyBytes, UpstreamTimeout: c.UpstreamTimeout.D(),
+		Observer: obs}), log)
 	api := newServer(c, gateway.NewControlAPI(gateway.ControlOptions{Fence: fence, Logger: log, Issuer: auth,
-		JWKS: auth.keys.JWKS, Keys: c.GatewayKeys()}), log)
+		JWKS: auth.keys.JWKS, Keys: c.GatewayKeys(), Observer: obs, Metrics: tel.MetricsHandler()}), log)
 
 	errc := make(chan error, 2)
 	go func() { errc <- serveOn(proxy, proxyLn) }()
 	go func() { errc <- serveOn(api, apiLn) }()
 	log.Info("fencegw serving", "listen", proxyLn.Addr().String(), "api_listen", apiLn.Addr().String(),
-		"store", string(config.KindOf(c.Store)), "routes", len(routes), "version", version)
+		"store", string(config.KindOf(c.Store)), "routes", len(routes), "version", version,
+		"exporting_traces", tel.Exporting)
 
 	select {
 	case err := <-errc:
