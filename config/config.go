@@ -149,21 +149,41 @@ func Default() Config {
 	}
 }
 
-// Parse reads YAML over Default. Unknown keys, wrong types and trailing
-// documents are errors. Parse does not validate; call Validate.
-func Parse(data []byte) (Config, error) {
+// Parse reads YAML over Default, expanding ${NAME} from the process
+// environment (see ParseEnv). Parse does not validate; call Validate.
+func Parse(data []byte) (Config, error) { return ParseEnv(data, os.LookupEnv) }
+
+// ParseEnv reads YAML over Default. In every value, ${NAME} is replaced by
+// lookup(NAME), ${NAME:-default} falls back to default, and $$ is a literal
+// $. Unknown keys, wrong types, unset variables and trailing documents are
+// errors. ParseEnv does not validate; call Validate.
+func ParseEnv(data []byte, lookup func(string) (string, bool)) (Config, error) {
 	c := Default()
 	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&c); err != nil {
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, errEOF) {
 			return c, nil // an empty file: all defaults
 		}
 		return Config{}, fmt.Errorf("parse config: %w", err)
 	}
-	var extra any
+	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
 		return Config{}, errors.New("parse config: more than one YAML document")
+	}
+	if err := expandNode(&doc, lookup); err != nil {
+		return Config{}, fmt.Errorf("parse config: %w", err)
+	}
+	// Re-encode the expanded tree so the strict decoder (unknown keys are
+	// errors) reads it; line numbers stay those of the expanded document.
+	expanded, err := yaml.Marshal(&doc)
+	if err != nil {
+		return Config{}, fmt.Errorf("parse config: %w", err)
+	}
+	strict := yaml.NewDecoder(bytes.NewReader(expanded))
+	strict.KnownFields(true)
+	if err := strict.Decode(&c); err != nil && !errors.Is(err, errEOF) {
+		return Config{}, fmt.Errorf("parse config: %w", err)
 	}
 	return c, nil
 }

@@ -105,7 +105,7 @@ func TestParseRefusesUnknownAndMalformed(t *testing.T) {
 		"routes: [{prefx: /a/}]":    "field prefx not found",
 		"store_timeout: soon":       "is not a duration",
 		"max_body_bytes: lots":      "cannot unmarshal",
-		"a: 1\n---\nb: 2":           "field a not found",
+		"a: 1\n---\nb: 2":           "more than one YAML document",
 		"listen: x\n---\nlisten: y": "more than one YAML document",
 	} {
 		_, err := config.Parse([]byte(yml))
@@ -138,4 +138,49 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("valid config gives no routes: %v", err)
 		}
 	})
+}
+
+func TestEnvExpansion(t *testing.T) {
+	env := map[string]string{"DB_PASSWORD": "s3cr#t: x", "PORT": "9090", "EMPTY": ""}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	c, err := config.ParseEnv([]byte(`
+listen: "127.0.0.1:${PORT}"
+store: "postgres://gw:${DB_PASSWORD}@db/fencegw"
+api_listen: "127.0.0.1:${API_PORT:-8181}"
+log_level: "${EMPTY:-debug}"
+routes:
+  - prefix: "/a/"
+    upstream: "http://127.0.0.1:9000"
+    resource: "cost-$$5"
+`), lookup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Listen != "127.0.0.1:9090" || c.Store != "postgres://gw:s3cr#t: x@db/fencegw" || c.APIListen != "127.0.0.1:8181" ||
+		c.LogLevel != "debug" || c.Routes[0].Resource != "cost-$5" {
+		t.Fatalf("expanded: %+v", c)
+	}
+	for doc, want := range map[string]string{
+		"store: \"${MISSING}\"":           "environment variable MISSING is not set",
+		"store: \"${1BAD}\"":              "not a variable name",
+		"store: \"${UNCLOSED\"":           "unclosed ${",
+		"routes: [{prefix: \"${NOPE}\"}]": "line 1: ${NOPE}",
+	} {
+		if _, err := config.ParseEnv([]byte(doc), lookup); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", doc, err, want)
+		}
+	}
+}
+
+func TestExampleValidates(t *testing.T) {
+	c, err := config.ParseEnv([]byte(config.Example), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Routes) != 3 || c.Routes[2].EpochSource == nil {
+		t.Fatalf("example routes = %+v", c.Routes)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -34,6 +35,9 @@ type ControlOptions struct {
 	Observer *Observer
 	// Metrics serves GET /metrics; nil serves 404.
 	Metrics http.Handler
+	// Draining, once true, makes /readyz answer 503 so load balancers stop
+	// sending traffic while in-flight requests finish.
+	Draining *atomic.Bool
 }
 
 // NewControlAPI returns the control API handler, served on its own listener:
@@ -115,6 +119,11 @@ func (c *control) healthz(w http.ResponseWriter, _ *http.Request) {
 }
 
 func (c *control) readyz(w http.ResponseWriter, r *http.Request) {
+	if c.Draining != nil && c.Draining.Load() {
+		writeProblem(w, r, Problem{Type: TypeDraining, Title: "Shutting down", Status: http.StatusServiceUnavailable,
+			Detail: "the gateway is draining in-flight requests before it stops", retryAfter: 1})
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), c.ReadyTimeout)
 	defer cancel()
 	if err := c.Fence.Store().Ping(ctx); err != nil {

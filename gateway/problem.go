@@ -59,6 +59,7 @@ const (
 	TypeUnauthorized     = "urn:fencegw:problem:unauthorized"
 	TypeForbidden        = "urn:fencegw:problem:forbidden"
 	TypeInternal         = "urn:fencegw:problem:internal"
+	TypeDraining         = "urn:fencegw:problem:draining"
 )
 
 func epochPtr(e int64) *int64 { return &e }

@@ -234,6 +234,21 @@ func TestSIGTERMDrainsInFlight(t *testing.T) {
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
+	// While the write drains, the gateway says it is not ready.
+	deadline := time.Now().Add(500 * time.Millisecond)
+	for {
+		resp, err := http.Get(p.api + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusServiceUnavailable {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz did not turn 503 during the drain")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	if s := <-status; s != http.StatusAccepted {
 		t.Fatalf("in-flight write = %d, want 202", s)
 	}

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/fencegw/fencegw/config"
@@ -183,8 +184,9 @@ func runGateway(ctx context.Context, c config.Config, tel *telemetry.Telemetry, 
 	proxy := newServer(c, gateway.New(gateway.Options{Routes: gateway.NewRoutes(table), Fence: fence,
 		Transport: transport, Logger: log, MaxBodyBytes: c.MaxBodyBytes, UpstreamTimeout: c.UpstreamTimeout.D(),
 		Observer: obs}), log)
+	var draining atomic.Bool
 	api := newServer(c, gateway.NewControlAPI(gateway.ControlOptions{Fence: fence, Logger: log, Issuer: auth,
-		JWKS: auth.keys.JWKS, Keys: c.GatewayKeys(), Observer: obs, Metrics: tel.MetricsHandler()}), log)
+		JWKS: auth.keys.JWKS, Keys: c.GatewayKeys(), Observer: obs, Metrics: tel.MetricsHandler(), Draining: &draining}), log)
 
 	errc := make(chan error, 2)
 	go func() { errc <- serveOn(proxy, proxyLn) }()
@@ -200,10 +202,15 @@ func runGateway(ctx context.Context, c config.Config, tel *telemetry.Telemetry, 
 		return err
 	case <-ctx.Done():
 	}
-	log.Info("shutting down: draining in-flight requests", "timeout", c.ShutdownTimeout.D().String())
+	log.Info("shutting down: /readyz answers 503, no new connections, draining in-flight requests",
+		"timeout", c.ShutdownTimeout.D().String())
+	draining.Store(true)
 	drainCtx, cancelDrain := context.WithTimeout(context.Background(), c.ShutdownTimeout.D())
 	defer cancelDrain()
-	perr, aerr := shutdownBoth(drainCtx, proxy, api)
+	// The proxy drains first; the control API keeps answering (503 on
+	// /readyz) until it has.
+	perr := proxy.Shutdown(drainCtx)
+	aerr := api.Shutdown(drainCtx)
 	if err := errors.Join(perr, aerr); err != nil {
 		return fmt.Errorf("drain: %w", err)
 	}
@@ -226,13 +233,4 @@ func serveOn(s *http.Server, ln net.Listener) error {
 		return err
 	}
 	return nil
-}
-
-// shutdownBoth drains both servers at once: the proxy's in-flight writes and
-// the control API's calls.
-func shutdownBoth(ctx context.Context, proxy, api *http.Server) (error, error) {
-	done := make(chan error, 1)
-	go func() { done <- api.Shutdown(ctx) }()
-	perr := proxy.Shutdown(ctx)
-	return perr, <-done
 }
