@@ -47,6 +47,11 @@ type Config struct {
 	LogLevel string `yaml:"log_level"`
 	// LogFormat is json or text.
 	LogFormat string `yaml:"log_format"`
+	// TLS serves the proxy over TLS.
+	TLS *ListenerTLS `yaml:"tls"`
+	// APITLS serves the control API over TLS, optionally with client
+	// certificates.
+	APITLS *ListenerTLS `yaml:"api_tls"`
 	// Signing configures the token authority's signed tokens.
 	Signing Signing `yaml:"signing"`
 	// APIKeys authenticate control API callers. Without any, the control
@@ -115,6 +120,8 @@ type Route struct {
 	Tokens string `yaml:"tokens"`
 	// EpochSource is an external election a raw epoch must agree with.
 	EpochSource *EpochSource `yaml:"epoch_source"`
+	// TLS tunes TLS toward an https upstream.
+	TLS *UpstreamTLS `yaml:"tls"`
 	// Resource names the fenced resource: literal text with {segment:N}
 	// and {header:Name} placeholders. Empty: the Fencing-Resource header.
 	Resource string `yaml:"resource"`

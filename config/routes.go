@@ -1,7 +1,9 @@
 package config
 
 import (
+	"crypto/tls"
 	"fmt"
+	"net/http"
 	"strings"
 
 	"github.com/fencegw/fencegw/policy"
@@ -14,6 +16,8 @@ type RouteDeps struct {
 	Signed tokens.Verifier
 	// OpenSource opens a route's epoch source; field names it in errors.
 	OpenSource func(field string, s *EpochSource) (tokens.EpochSource, error)
+	// Transport returns the transport toward an upstream with its own TLS.
+	Transport func(*tls.Config) http.RoundTripper
 }
 
 // PolicyRoutes turns the validated routes into policy routes.
@@ -48,6 +52,16 @@ func (c *Config) PolicyRoutes(d RouteDeps) ([]*policy.Route, error) {
 			if pr.Tokens == policy.TokensAny {
 				pr.Verifier = tokens.AnyVerifier{Signed: d.Signed}
 			}
+		}
+		if r.TLS != nil {
+			tc, err := r.TLS.ClientConfig()
+			if err != nil {
+				return nil, &FieldError{Field: at + ".tls", Msg: err.Error()}
+			}
+			if d.Transport == nil {
+				return nil, &FieldError{Field: at + ".tls", Msg: "upstream TLS is not available here"}
+			}
+			pr.Transport = d.Transport(tc)
 		}
 		if r.EpochSource != nil {
 			if d.OpenSource == nil {

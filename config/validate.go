@@ -72,8 +72,14 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, c.Signing.validate()...)
 	errs = append(errs, validateAPIKeys(c.APIKeys)...)
-	if len(c.APIKeys) == 0 && c.APIListen != "" && !IsLoopback(c.APIListen) {
-		bad("api_listen", "%s is not a loopback address: without api_keys the control API serves on loopback only", c.APIListen)
+	if c.TLS != nil {
+		errs = append(errs, c.TLS.validate("tls", false)...)
+	}
+	if c.APITLS != nil {
+		errs = append(errs, c.APITLS.validate("api_tls", true)...)
+	}
+	if !c.ControlAuthenticated() && c.APIListen != "" && !IsLoopback(c.APIListen) {
+		bad("api_listen", "%s is not a loopback address: without api_keys (or api_tls.client_ca_file) the control API serves on loopback only", c.APIListen)
 	}
 	if len(c.Routes) == 0 {
 		bad("routes", "at least one route is required")
@@ -123,6 +129,16 @@ func (r *Route) validate(at string) []error {
 			bad("resource", "%v", err)
 		}
 	}
+	if r.TLS != nil {
+		if u, err := ParseUpstream(r.Upstream); err == nil && u.Scheme != "https" {
+			bad("tls", "needs an https upstream")
+		}
+		if r.TLS.CAFile != "" {
+			if _, err := loadPool(r.TLS.CAFile); err != nil {
+				bad("tls.ca_file", "%v", err)
+			}
+		}
+	}
 	if strings.ContainsAny(r.Host, "/:@ ") {
 		bad("host", "must be a bare host name, got %q", r.Host)
 	}
@@ -145,6 +161,12 @@ func ParseUpstream(s string) (*url.URL, error) {
 		return nil, fmt.Errorf("must not carry a query, fragment or user info: %q", s)
 	}
 	return u, nil
+}
+
+// ControlAuthenticated reports whether control API callers are
+// authenticated: by API keys or by client certificates.
+func (c *Config) ControlAuthenticated() bool {
+	return len(c.APIKeys) > 0 || (c.APITLS != nil && c.APITLS.ClientCAFile != "")
 }
 
 // IsLoopback reports whether a listen address binds loopback interfaces only.

@@ -44,7 +44,7 @@ func New(o Options) http.Handler {
 	if o.Observer == nil {
 		o.Observer = mustObserver()
 	}
-	var h http.Handler = NewProxy(o.Observer.Transport(o.Transport), o.Logger)
+	var h http.Handler = NewProxy(o.Observer.Transport(routeTransport{o.Transport}), o.Logger)
 	h = Deadline(o.UpstreamTimeout)(h)
 	h = Fencing(o.Fence, o.Observer, o.Logger)(h)
 	if o.MaxBodyBytes > 0 {

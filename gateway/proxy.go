@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"log/slog"
 	"net"
@@ -24,6 +25,9 @@ type TransportOptions struct {
 	// MaxIdleConnsPerHost is the pool of idle connections kept per upstream
 	// (default 256).
 	MaxIdleConnsPerHost int
+	// TLS, when set, configures TLS toward upstreams (a CA bundle, a server
+	// name); the system's roots otherwise.
+	TLS *tls.Config
 }
 
 // NewTransport returns the transport the proxy uses: pooled keep-alive
@@ -48,7 +52,19 @@ func NewTransport(o TransportOptions) *http.Transport {
 		TLSHandshakeTimeout:   10 * time.Second,
 		ResponseHeaderTimeout: o.ResponseHeaderTimeout,
 		ExpectContinueTimeout: time.Second,
+		TLSClientConfig:       o.TLS,
 	}
+}
+
+// routeTransport sends each request through its route's own transport when
+// it has one, through def otherwise.
+type routeTransport struct{ def http.RoundTripper }
+
+func (t routeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if rt, ok := RouteFrom(req.Context()); ok && rt.Transport != nil {
+		return rt.Transport.RoundTrip(req)
+	}
+	return t.def.RoundTrip(req)
 }
 
 // NewProxy returns the reverse proxy behind the fencing middleware. It sends

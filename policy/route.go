@@ -60,6 +60,9 @@ type Route struct {
 	EpochSource tokens.EpochSource
 	// Methods are the fenced methods, upper case. Others pass unfenced.
 	Methods []string
+	// Transport, when set, carries requests to this route's upstream (its
+	// own TLS settings); the gateway's shared transport otherwise.
+	Transport http.RoundTripper
 }
 
 // Fenced reports whether requests with method need a fencing token.

@@ -7,6 +7,7 @@
 //	fencegw lease acquire|renew|release|get NAME [flags]
 //	fencegw token inspect TOKEN [flags]
 //	fencegw keys generate|api-key [flags]
+//	fencegw config validate FILE | fencegw config example
 //	fencegw echo [--listen ADDR]
 //	fencegw version
 package main
@@ -30,6 +31,7 @@ Usage:
   fencegw lease OP NAME   acquire, renew, release or get a lease
   fencegw token inspect   decode and verify a token
   fencegw keys generate   make a signing key; keys api-key: a control API key
+  fencegw config validate FILE | config example
   fencegw echo [flags]    run a sample upstream that echoes what reaches it
   fencegw version         print the version
 `
@@ -49,6 +51,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "serve":
 		return serve(ctx, args[1:], stderr)
+	case "config":
+		return configCmd(args[1:], stdout, stderr)
 	case "lease":
 		return leaseCmd(ctx, args[1:], stdout, stderr)
 	case "token":

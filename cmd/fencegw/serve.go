@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -147,7 +148,19 @@ func runGateway(ctx context.Context, c config.Config, tel *telemetry.Telemetry, 
 	}
 	sources := &sourceOpener{ctx: openCtx, timeout: c.StoreTimeout.D()}
 	defer sources.Close()
-	routes, err := c.PolicyRoutes(config.RouteDeps{Signed: auth.verifier, OpenSource: sources.open})
+	var upstreamTransports []*http.Transport
+	defer func() {
+		for _, t := range upstreamTransports {
+			t.CloseIdleConnections()
+		}
+	}()
+	newTransport := func(tc *tls.Config) http.RoundTripper {
+		t := gateway.NewTransport(gateway.TransportOptions{DialTimeout: c.UpstreamDialTimeout.D(),
+			ResponseHeaderTimeout: c.UpstreamResponseHeaderTimeout.D(), TLS: tc})
+		upstreamTransports = append(upstreamTransports, t)
+		return t
+	}
+	routes, err := c.PolicyRoutes(config.RouteDeps{Signed: auth.verifier, OpenSource: sources.open, Transport: newTransport})
 	if err != nil {
 		return err
 	}
@@ -155,7 +168,7 @@ func runGateway(ctx context.Context, c config.Config, tel *telemetry.Telemetry, 
 	if err != nil {
 		return err
 	}
-	if !c.GatewayKeys().Enabled() {
+	if !c.ControlAuthenticated() {
 		log.Warn("control API without api_keys: no caller is authenticated; serving on loopback only", "api_listen", c.APIListen)
 	}
 
@@ -168,7 +181,7 @@ func runGateway(ctx context.Context, c config.Config, tel *telemetry.Telemetry, 
 		proxyLn.Close()
 		return fmt.Errorf("api_listen: %w", err)
 	}
-	if a, ok := apiLn.Addr().(*net.TCPAddr); ok && !a.IP.IsLoopback() && !c.GatewayKeys().Enabled() {
+	if a, ok := apiLn.Addr().(*net.TCPAddr); ok && !a.IP.IsLoopback() && !c.ControlAuthenticated() {
 		// "localhost" may resolve elsewhere; trust the bound address only.
 		proxyLn.Close()
 		apiLn.Close()
@@ -188,6 +201,14 @@ func runGateway(ctx context.Context, c config.Config, tel *telemetry.Telemetry, 
 	api := newServer(c, gateway.NewControlAPI(gateway.ControlOptions{Fence: fence, Logger: log, Issuer: auth,
 		JWKS: auth.keys.JWKS, Keys: c.GatewayKeys(), Observer: obs, Metrics: tel.MetricsHandler(), Draining: &draining}), log)
 
+	if proxyLn, err = tlsListener(proxyLn, c.TLS); err != nil {
+		apiLn.Close()
+		return fmt.Errorf("tls: %w", err)
+	}
+	if apiLn, err = tlsListener(apiLn, c.APITLS); err != nil {
+		proxyLn.Close()
+		return fmt.Errorf("api_tls: %w", err)
+	}
 	errc := make(chan error, 2)
 	go func() { errc <- serveOn(proxy, proxyLn) }()
 	go func() { errc <- serveOn(api, apiLn) }()
@@ -226,6 +247,20 @@ func newServer(c config.Config, h http.Handler, log *slog.Logger) *http.Server {
 		MaxHeaderBytes:    c.MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+}
+
+// tlsListener wraps ln in TLS when t is set.
+func tlsListener(ln net.Listener, t *config.ListenerTLS) (net.Listener, error) {
+	if t == nil {
+		return ln, nil
+	}
+	tc, err := t.ServerConfig()
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	tc.NextProtos = []string{"h2", "http/1.1"}
+	return tls.NewListener(ln, tc), nil
 }
 
 func serveOn(s *http.Server, ln net.Listener) error {
