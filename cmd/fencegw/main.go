@@ -9,6 +9,7 @@
 //	fencegw keys generate|api-key [flags]
 //	fencegw config validate FILE | fencegw config example
 //	fencegw echo [--listen ADDR]
+//	fencegw demo [--quiet]
 //	fencegw version
 package main
 
@@ -33,6 +34,7 @@ Usage:
   fencegw keys generate   make a signing key; keys api-key: a control API key
   fencegw config validate FILE | config example
   fencegw echo [flags]    run a sample upstream that echoes what reaches it
+  fencegw demo [--quiet]  tell a stale leader's story in-process, no set-up
   fencegw version         print the version
 `
 
@@ -61,6 +63,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return keysCmd(args[1:], stdout, stderr)
 	case "echo":
 		return echo(ctx, args[1:], stdout, stderr)
+	case "demo":
+		return demo(ctx, args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "fencegw", version)
 		return 0

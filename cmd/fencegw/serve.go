@@ -11,8 +11,11 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
+	"reflect"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/fencegw/fencegw/config"
@@ -120,7 +123,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer) int {
 			log.Warn("telemetry shutdown", "error", err.Error())
 		}
 	}()
-	if err := runGateway(ctx, c, tel, log); err != nil {
+	reload := func() (config.Config, error) { return loadServeConfig(args, io.Discard) }
+	if err := runGateway(ctx, c, reload, tel, log); err != nil {
 		log.Error("fencegw stopped", "error", err.Error())
 		return 1
 	}
@@ -129,7 +133,11 @@ func serve(ctx context.Context, args []string, stderr io.Writer) int {
 
 func indent(s string) string { return "  " + strings.ReplaceAll(s, "\n", "\n  ") }
 
-func runGateway(ctx context.Context, c config.Config, tel *telemetry.Telemetry, log *slog.Logger) error {
+// runGateway serves c until ctx is done. On SIGHUP it calls reload and, if
+// the new configuration is valid, swaps in its routes; a bad one keeps the
+// routes in force and logs why.
+func runGateway(ctx context.Context, c config.Config, reload func() (config.Config, error), tel *telemetry.Telemetry,
+	log *slog.Logger) error {
 	obs, err := gateway.NewObserver(tel.TracerProvider, tel.MeterProvider, tel.Propagator, gateway.NewAudit(c.Telemetry.AuditSize))
 	if err != nil {
 		return err
@@ -160,14 +168,12 @@ func runGateway(ctx context.Context, c config.Config, tel *telemetry.Telemetry, 
 		upstreamTransports = append(upstreamTransports, t)
 		return t
 	}
-	routes, err := c.PolicyRoutes(config.RouteDeps{Signed: auth.verifier, OpenSource: sources.open, Transport: newTransport})
+	deps := config.RouteDeps{Signed: auth.verifier, OpenSource: sources.open, Transport: newTransport}
+	table, err := routeTable(c, deps)
 	if err != nil {
 		return err
 	}
-	table, err := policy.NewTable(routes)
-	if err != nil {
-		return err
-	}
+	routes := gateway.NewRoutes(table)
 	if !c.ControlAuthenticated() {
 		log.Warn("control API without api_keys: no caller is authenticated; serving on loopback only", "api_listen", c.APIListen)
 	}
@@ -194,7 +200,7 @@ func runGateway(ctx context.Context, c config.Config, tel *telemetry.Telemetry, 
 		ResponseHeaderTimeout: c.UpstreamResponseHeaderTimeout.D(),
 	})
 	defer transport.CloseIdleConnections()
-	proxy := newServer(c, gateway.New(gateway.Options{Routes: gateway.NewRoutes(table), Fence: fence,
+	proxy := newServer(c, gateway.New(gateway.Options{Routes: routes, Fence: fence,
 		Transport: transport, Logger: log, MaxBodyBytes: c.MaxBodyBytes, UpstreamTimeout: c.UpstreamTimeout.D(),
 		Observer: obs}), log)
 	var draining atomic.Bool
@@ -213,15 +219,24 @@ func runGateway(ctx context.Context, c config.Config, tel *telemetry.Telemetry, 
 	go func() { errc <- serveOn(proxy, proxyLn) }()
 	go func() { errc <- serveOn(api, apiLn) }()
 	log.Info("fencegw serving", "listen", proxyLn.Addr().String(), "api_listen", apiLn.Addr().String(),
-		"store", string(config.KindOf(c.Store)), "routes", len(routes), "version", version,
+		"store", string(config.KindOf(c.Store)), "routes", len(table.Routes()), "version", version,
 		"exporting_traces", tel.Exporting)
 
-	select {
-	case err := <-errc:
-		proxy.Close()
-		api.Close()
-		return err
-	case <-ctx.Done():
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+wait:
+	for {
+		select {
+		case err := <-errc:
+			proxy.Close()
+			api.Close()
+			return err
+		case <-hup:
+			reloadRoutes(c, reload, deps, routes, log)
+		case <-ctx.Done():
+			break wait
+		}
 	}
 	log.Info("shutting down: /readyz answers 503, no new connections, draining in-flight requests",
 		"timeout", c.ShutdownTimeout.D().String())
@@ -247,6 +262,37 @@ func newServer(c config.Config, h http.Handler, log *slog.Logger) *http.Server {
 		MaxHeaderBytes:    c.MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+}
+
+// routeTable builds the route table of c.
+func routeTable(c config.Config, deps config.RouteDeps) (*policy.Table, error) {
+	routes, err := c.PolicyRoutes(deps)
+	if err != nil {
+		return nil, err
+	}
+	return policy.NewTable(routes)
+}
+
+// reloadRoutes rereads the configuration and swaps in its routes. Requests
+// in flight finish on the routes they started with; connections stay open.
+// Only routes reload: other changes are reported and wait for a restart.
+func reloadRoutes(running config.Config, reload func() (config.Config, error), deps config.RouteDeps,
+	routes *gateway.Routes, log *slog.Logger) {
+	c, err := reload()
+	if err == nil {
+		var table *policy.Table
+		if table, err = routeTable(c, deps); err == nil {
+			routes.Swap(table)
+			log.Info("SIGHUP: routes reloaded", "routes", len(table.Routes()))
+			next, cur := c, running
+			next.Routes, cur.Routes = nil, nil
+			if !reflect.DeepEqual(next, cur) {
+				log.Warn("SIGHUP: only routes reload; other changes take effect at the next restart")
+			}
+			return
+		}
+	}
+	log.Error("SIGHUP: reload refused, the routes in force stay", "error", err.Error())
 }
 
 // tlsListener wraps ln in TLS when t is set.
