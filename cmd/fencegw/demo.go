@@ -43,7 +43,7 @@ const (
 	demoOversleep = 500 * time.Millisecond
 	// demoCallTimeout bounds every HTTP call the demo makes.
 	demoCallTimeout = 3 * time.Second
-	// demoDeadline bounds the whole story; it normally takes about 4 s.
+	// demoDeadline bounds the whole story; it normally takes about 5 s.
 	demoDeadline = 20 * time.Second
 
 	demoResource  = "invoice-sweeper"
@@ -77,37 +77,41 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fencegw demo: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
-	n := &narrator{w: stdout, start: time.Now(), quiet: *quiet}
-	ctx, cancel := context.WithTimeout(ctx, demoDeadline)
+	n := &demoNarrator{w: stdout, start: time.Now(), quiet: *quiet}
+	sctx, cancel := context.WithTimeout(ctx, demoDeadline)
 	defer cancel()
-	w, err := startDemoWorld(ctx, n)
+	w, err := startDemoWorld(sctx, n)
 	if err == nil {
-		err = w.story(ctx)
+		err = w.story(sctx)
 		err = errors.Join(err, w.close())
 	}
-	if err != nil {
+	switch {
+	case err == nil:
+		return 0
+	case ctx.Err() != nil:
+		fmt.Fprintf(stderr, "fencegw demo: interrupted at %s\n", n.stamp(time.Now()))
+	default:
 		fmt.Fprintf(stderr, "fencegw demo: FAILED at %s: %v\n", n.stamp(time.Now()), err)
-		return 1
 	}
-	return 0
+	return 1
 }
 
-// narrator prints the story's lines, each stamped with the time since the
+// demoNarrator prints the story's lines, each stamped with the time since the
 // demo began. Lines come from several goroutines (the email API prints its
 // own).
-type narrator struct {
+type demoNarrator struct {
 	mu    sync.Mutex
 	w     io.Writer
 	start time.Time
 	quiet bool
 }
 
-func (n *narrator) stamp(t time.Time) string {
+func (n *demoNarrator) stamp(t time.Time) string {
 	return fmt.Sprintf("t=%.1fs", t.Sub(n.start).Seconds())
 }
 
 // say prints one line of the narrative, unless quiet.
-func (n *narrator) say(who, format string, args ...any) {
+func (n *demoNarrator) say(who, format string, args ...any) {
 	if n.quiet {
 		return
 	}
@@ -115,14 +119,14 @@ func (n *narrator) say(who, format string, args ...any) {
 }
 
 // print prints one line, quiet or not.
-func (n *narrator) print(who, format string, args ...any) {
+func (n *demoNarrator) print(who, format string, args ...any) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	fmt.Fprintf(n.w, "%-7s %-8s %s\n", n.stamp(time.Now()), who, fmt.Sprintf(format, args...))
 }
 
-// email is one email the email API delivered.
-type email struct {
+// demoEmail is one email the email API delivered.
+type demoEmail struct {
 	at      time.Time
 	epoch   int64
 	invoice string
@@ -131,9 +135,9 @@ type email struct {
 }
 
 // demoWorld is everything the story runs against: the store, the gateway,
-// the email API, and the clients of node-a and the narrator.
+// the email API, and the client of node-a and the narrator.
 type demoWorld struct {
-	n   *narrator
+	n   *demoNarrator
 	dir string
 
 	store *boltstore.Store
@@ -146,17 +150,17 @@ type demoWorld struct {
 
 	upTransport *http.Transport // the gateway's transport to the email API
 	transports  []*http.Transport
-	client      *http.Client // node-a's and the narrator's calls
+	client      *http.Client // node-a's and the demoNarrator's calls
 
 	proxyURL, apiURL, emailURL string
 
 	mu     sync.Mutex
-	emails []email
+	emails []demoEmail
 }
 
 // startDemoWorld starts the store, the email API, the gateway's proxy and
 // control API. close stops them and removes the store.
-func startDemoWorld(ctx context.Context, n *narrator) (w *demoWorld, err error) {
+func startDemoWorld(ctx context.Context, n *demoNarrator) (w *demoWorld, err error) {
 	w = &demoWorld{n: n, serveErrs: make(chan error, 3)}
 	defer func() {
 		if err != nil {
@@ -185,7 +189,7 @@ func startDemoWorld(ctx context.Context, n *narrator) (w *demoWorld, err error) 
 		return w, err
 	}
 
-	emailLn, err := listenLoopback()
+	emailLn, err := demoListen()
 	if err != nil {
 		return w, err
 	}
@@ -214,13 +218,13 @@ func startDemoWorld(ctx context.Context, n *narrator) (w *demoWorld, err error) 
 	api := gateway.NewControlAPI(gateway.ControlOptions{Fence: fence, Logger: log, Issuer: w.auth,
 		JWKS: w.auth.keys.JWKS, Observer: obs})
 
-	proxyLn, err := listenLoopback()
+	proxyLn, err := demoListen()
 	if err != nil {
 		return w, err
 	}
 	w.proxyURL = "http://" + proxyLn.Addr().String()
 	w.serve(newServer(c, proxy, log), proxyLn)
-	apiLn, err := listenLoopback()
+	apiLn, err := demoListen()
 	if err != nil {
 		return w, err
 	}
@@ -248,9 +252,9 @@ func demoAuthority(key *signed.Key, s config.Signing) (*authority, error) {
 	return &authority{keys: ring, signer: signer, verifier: v}, nil
 }
 
-// listenLoopback listens on an ephemeral port of 127.0.0.1, and nowhere
+// demoListen listens on an ephemeral port of 127.0.0.1, and nowhere
 // else.
-func listenLoopback() (net.Listener, error) {
+func demoListen() (net.Listener, error) {
 	return net.Listen("tcp", "127.0.0.1:0")
 }
 
@@ -334,7 +338,7 @@ func (w *demoWorld) emailAPI(rw http.ResponseWriter, r *http.Request) {
 	}
 	epoch, _ := strconv.ParseInt(r.Header.Get(gateway.EpochHeader), 10, 64)
 	tctx := propagation.TraceContext{}.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-	e := email{at: time.Now(), epoch: epoch, invoice: r.PostForm.Get("invoice"), sender: r.PostForm.Get("sender"),
+	e := demoEmail{at: time.Now(), epoch: epoch, invoice: r.PostForm.Get("invoice"), sender: r.PostForm.Get("sender"),
 		traceID: trace.SpanContextFromContext(tctx).TraceID().String()}
 	w.mu.Lock()
 	w.emails = append(w.emails, e)
@@ -347,20 +351,20 @@ func (w *demoWorld) emailAPI(rw http.ResponseWriter, r *http.Request) {
 }
 
 // delivered returns a copy of the emails sent so far.
-func (w *demoWorld) delivered() []email {
+func (w *demoWorld) delivered() []demoEmail {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return append([]email(nil), w.emails...)
+	return append([]demoEmail(nil), w.emails...)
 }
 
-// answer is an HTTP answer the story looks at.
-type answer struct {
+// demoAnswer is an HTTP answer the story looks at.
+type demoAnswer struct {
 	status  int
 	body    []byte
 	problem *gateway.Problem // a problem+json body
 }
 
-func (a answer) String() string {
+func (a demoAnswer) String() string {
 	s := fmt.Sprintf("%d %s", a.status, http.StatusText(a.status))
 	if a.problem != nil && a.problem.Detail != "" {
 		s += ": " + a.problem.Detail
@@ -370,15 +374,15 @@ func (a answer) String() string {
 	return s
 }
 
-// do sends a request and reads the answer.
-func do(ctx context.Context, client *http.Client, method, target, contentType string, body []byte, header http.Header) (answer, error) {
+// demoDo sends a request and reads the answer.
+func demoDo(ctx context.Context, client *http.Client, method, target, contentType string, body []byte, header http.Header) (demoAnswer, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, target, rd)
 	if err != nil {
-		return answer{}, err
+		return demoAnswer{}, err
 	}
 	for k, v := range header {
 		req.Header[k] = v
@@ -388,14 +392,14 @@ func do(ctx context.Context, client *http.Client, method, target, contentType st
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return answer{}, err
+		return demoAnswer{}, err
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
-		return answer{}, err
+		return demoAnswer{}, err
 	}
-	a := answer{status: resp.StatusCode, body: data}
+	a := demoAnswer{status: resp.StatusCode, body: data}
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == gateway.ProblemContentType {
 		var p gateway.Problem
 		if json.Unmarshal(data, &p) == nil {
@@ -408,19 +412,19 @@ func do(ctx context.Context, client *http.Client, method, target, contentType st
 // sendReminder posts one invoice reminder to the email API through the
 // gateway. token is the Fencing-Token to send; empty when client's
 // transport adds it (a leader.Elector's).
-func (w *demoWorld) sendReminder(ctx context.Context, client *http.Client, token, invoice, sender string) (answer, error) {
+func (w *demoWorld) sendReminder(ctx context.Context, client *http.Client, token, invoice, sender string) (demoAnswer, error) {
 	form := url.Values{"to": {demoRecipient}, "invoice": {invoice}, "sender": {sender}}
 	h := http.Header{}
 	if token != "" {
 		h.Set(gateway.TokenHeader, token)
 	}
-	return do(ctx, client, http.MethodPost, w.proxyURL+"/email/send", "application/x-www-form-urlencoded",
+	return demoDo(ctx, client, http.MethodPost, w.proxyURL+"/email/send", "application/x-www-form-urlencoded",
 		[]byte(form.Encode()), h)
 }
 
 // getJSON reads a control API resource into out.
 func (w *demoWorld) getJSON(ctx context.Context, path string, out any) error {
-	a, err := do(ctx, w.client, http.MethodGet, w.apiURL+path, "", nil, nil)
+	a, err := demoDo(ctx, w.client, http.MethodGet, w.apiURL+path, "", nil, nil)
 	if err != nil {
 		return fmt.Errorf("GET %s: %w", path, err)
 	}
@@ -433,28 +437,30 @@ func (w *demoWorld) getJSON(ctx context.Context, path string, out any) error {
 	return nil
 }
 
-// isTraceID reports whether s is a valid W3C trace id.
-func isTraceID(s string) bool {
+// demoIsTraceID reports whether s is a valid W3C trace id.
+func demoIsTraceID(s string) bool {
 	id, err := trace.TraceIDFromHex(s)
 	return err == nil && id.IsValid()
 }
 
-// nodeB is node-b: a leader.Elector campaigning for the lease, whose work
+// demoNodeB is node-b: a leader.Elector campaigning for the lease, whose work
 // (one reminder) waits for the story's go-ahead.
-type nodeB struct {
-	elector *leader.Elector
-	granted chan leader.Term // the term, when node-b starts leading
-	firstNo chan answer      // node-b's first refused acquire
+type demoNodeB struct {
+	granted chan leader.Term // the first term, when node-b starts leading
+	firstNo chan demoAnswer  // node-b's first refused acquire
 	write   chan struct{}    // closed: node-b may send its reminder
 	written chan error       // the outcome of node-b's reminder
-	cancel  context.CancelFunc
-	runErr  chan error // Run's result
+	once    sync.Once        // node-b sends its reminder once, in its first term
+
+	cancel context.CancelFunc // ends Run
+	done   chan struct{}      // closed when Run returned
+	err    error              // Run's result, set before done is closed
 }
 
 // startNodeB starts node-b's Elector.
-func (w *demoWorld) startNodeB(ctx context.Context) (*nodeB, error) {
-	b := &nodeB{granted: make(chan leader.Term, 1), firstNo: make(chan answer, 1), write: make(chan struct{}),
-		written: make(chan error, 1), runErr: make(chan error, 1)}
+func (w *demoWorld) startNodeB(ctx context.Context) (*demoNodeB, error) {
+	b := &demoNodeB{granted: make(chan leader.Term, 1), firstNo: make(chan demoAnswer, 1), write: make(chan struct{}),
+		written: make(chan error, 1), done: make(chan struct{})}
 	writer := &http.Client{Timeout: demoCallTimeout} // its Transport fences with node-b's term
 	e, err := leader.New(leader.Config{
 		Endpoint:        w.apiURL,
@@ -463,23 +469,12 @@ func (w *demoWorld) startNodeB(ctx context.Context) (*nodeB, error) {
 		LeaseDuration:   demoLease,
 		RenewDeadline:   demoRenewDeadline,
 		RetryPeriod:     demoRetry,
-		HTTPClient:      &http.Client{Transport: &firstRefusal{base: w.newTransport(), out: b.firstNo}, Timeout: demoRetry},
+		HTTPClient:      &http.Client{Transport: &demoFirstRefusal{base: w.newTransport(), out: b.firstNo}, Timeout: demoRetry},
 		ReleaseOnCancel: true,
 		Logger:          slog.New(slog.DiscardHandler),
 		Callbacks: leader.Callbacks{
 			OnStartedLeading: func(ctx context.Context, term leader.Term) {
-				b.granted <- term
-				select {
-				case <-b.write:
-				case <-ctx.Done():
-					b.written <- fmt.Errorf("node-b stopped leading before writing: %w", context.Cause(ctx))
-					return
-				}
-				a, err := w.sendReminder(ctx, writer, "", "INV-1002", "node-b")
-				if err == nil && a.status != http.StatusOK {
-					err = fmt.Errorf("node-b's reminder at epoch %d: %s", term.Epoch, a)
-				}
-				b.written <- err
+				b.once.Do(func() { b.work(ctx, w, writer, term) })
 				<-ctx.Done()
 			},
 		},
@@ -488,32 +483,52 @@ func (w *demoWorld) startNodeB(ctx context.Context) (*nodeB, error) {
 		return nil, err
 	}
 	writer.Transport = e.Transport(w.newTransport())
-	b.elector = e
 	rctx, cancel := context.WithCancel(ctx)
 	b.cancel = cancel
-	go func() { b.runErr <- e.Run(rctx) }()
+	go func() {
+		defer close(b.done)
+		b.err = e.Run(rctx)
+	}()
 	return b, nil
 }
 
-// stop ends node-b's campaign (releasing the lease) and waits for its Run
-// to return.
-func (b *nodeB) stop() error {
+// work is node-b's first term: it reports the grant, waits for the
+// go-ahead, and sends the reminder node-a could not.
+func (b *demoNodeB) work(ctx context.Context, w *demoWorld, writer *http.Client, term leader.Term) {
+	b.granted <- term
+	select {
+	case <-b.write:
+	case <-ctx.Done():
+		b.written <- errors.New("stopped leading before sending its reminder")
+		return
+	}
+	a, err := w.sendReminder(ctx, writer, "", "INV-1002", "node-b")
+	if err == nil && a.status != http.StatusOK {
+		err = fmt.Errorf("reminder at epoch %d: %s", term.Epoch, a)
+	}
+	b.written <- err
+}
+
+// stop ends node-b's campaign (releasing the lease if it leads) and waits
+// for its Run to return. It may be called more than once.
+func (b *demoNodeB) stop() error {
 	b.cancel()
-	if err := <-b.runErr; err != nil && !errors.Is(err, context.Canceled) {
-		return fmt.Errorf("node-b: %w", err)
+	<-b.done
+	if b.err != nil && !errors.Is(b.err, context.Canceled) {
+		return fmt.Errorf("node-b: %w", b.err)
 	}
 	return nil
 }
 
-// firstRefusal is node-b's control API transport: it passes the first
+// demoFirstRefusal is node-b's control API transport: it passes the first
 // refused acquire (a 409: the lease is held) to out, for the narrative.
-type firstRefusal struct {
+type demoFirstRefusal struct {
 	base http.RoundTripper
-	out  chan answer
+	out  chan demoAnswer
 	once sync.Once
 }
 
-func (f *firstRefusal) RoundTrip(req *http.Request) (*http.Response, error) {
+func (f *demoFirstRefusal) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := f.base.RoundTrip(req)
 	if err != nil || resp.StatusCode != http.StatusConflict || !strings.HasSuffix(req.URL.Path, "/acquire") {
 		return resp, err
@@ -525,7 +540,7 @@ func (f *firstRefusal) RoundTrip(req *http.Request) (*http.Response, error) {
 		if rerr != nil {
 			return
 		}
-		a := answer{status: resp.StatusCode, body: data}
+		a := demoAnswer{status: resp.StatusCode, body: data}
 		var p gateway.Problem
 		if json.Unmarshal(data, &p) == nil {
 			a.problem = &p
@@ -540,45 +555,84 @@ func (w *demoWorld) story(ctx context.Context) error {
 	n := w.n
 	n.say("demo", "a stale leader, fenced: the seed article's timeline in seconds (lease %s, renew deadline %s, retry %s)",
 		demoLease, demoRenewDeadline, demoRetry)
-	n.say("demo", "email API %s; gateway %s, control API %s; store in %s", w.emailURL, w.proxyURL, w.apiURL, w.dir)
-	n.say("demo", "signed route POST /email/ -> email API, resource %q, Ed25519 key %s",
-		demoResource, w.auth.signer.KeyID())
+	n.say("demo", "email API %s, gateway %s, control API %s", w.emailURL, w.proxyURL, w.apiURL)
+	n.say("demo", "embedded store in %s; signed route /email/ for resource %q; a fresh Ed25519 key",
+		w.dir, demoResource)
 
-	// t=0: node-a acquires the lease and sends the first reminder.
-	sent := time.Now()
-	body, _ := json.Marshal(map[string]any{"holder": "node-a", "ttl_seconds": demoLease.Seconds()})
-	a, err := do(ctx, w.client, http.MethodPost, w.apiURL+"/v1/leases/"+demoResource+"/acquire", "application/json", body, nil)
+	// t=0: node-a acquires the lease.
+	acquired := time.Now()
+	leaseA, err := w.leaseCall(ctx, "acquire", map[string]any{"holder": "node-a", "ttl_seconds": demoLease.Seconds()})
 	if err != nil {
-		return fmt.Errorf("node-a: acquire: %w", err)
-	}
-	var leaseA gateway.LeaseState
-	if a.status != http.StatusOK || json.Unmarshal(a.body, &leaseA) != nil {
-		return fmt.Errorf("node-a: acquire: want 200 with the lease, got %s", a)
+		return fmt.Errorf("node-a: %w", err)
 	}
 	if leaseA.Holder != "node-a" || leaseA.Epoch != 1 || leaseA.Token == "" {
-		return fmt.Errorf("node-a: acquire: want holder node-a at epoch 1 with a token, got holder %q epoch %d", leaseA.Holder, leaseA.Epoch)
+		return fmt.Errorf("node-a: acquire: want holder node-a at epoch 1 with a token, got holder %q at epoch %d",
+			leaseA.Holder, leaseA.Epoch)
 	}
-	leaseEnds := sent.Add(demoLease) // no earlier than this on the authority's clock
-	n.say("node-a", "POST /v1/leases/%s/acquire -> 200 OK: leader at epoch %d, lease %s, signed token", demoResource, leaseA.Epoch, demoLease)
+	n.say("node-a", "POST /v1/leases/%s/acquire -> 200 OK: leader at epoch %d, with a signed token", demoResource, leaseA.Epoch)
 
-	if a, err = w.sendReminder(ctx, w.client, leaseA.Token, "INV-1001", "node-a"); err != nil {
+	// node-b campaigns from the start; it is refused while node-a's lease
+	// runs.
+	b, err := w.startNodeB(ctx)
+	if err != nil {
+		return fmt.Errorf("node-b: %w", err)
+	}
+	defer b.stop() // after a failed step; a second stop is harmless
+	select {
+	case no := <-b.firstNo:
+		if no.problem == nil || no.problem.Type != gateway.TypeLeaseHeld || no.problem.Holder != "node-a" ||
+			no.problem.CurrentEpoch == nil {
+			return fmt.Errorf("node-b: first acquire: want 409 lease-held by node-a, got %s", no)
+		}
+		n.say("node-b", "POST /v1/leases/%s/acquire -> 409 Conflict: held by node-a at epoch %d; node-b retries every %s",
+			demoResource, *no.problem.CurrentEpoch, demoRetry)
+	case t := <-b.granted:
+		return fmt.Errorf("node-b: granted epoch %d while node-a's lease ran", t.Epoch)
+	case <-b.done:
+		return fmt.Errorf("node-b: stopped campaigning: %v", b.err)
+	case <-ctx.Done():
+		return fmt.Errorf("node-b: no answer to its first acquire: %w", ctx.Err())
+	}
+
+	// node-a sends its first reminder.
+	a, err := w.sendReminder(ctx, w.client, leaseA.Token, "INV-1001", "node-a")
+	if err != nil {
 		return fmt.Errorf("node-a: first reminder: %w", err)
 	}
 	if a.status != http.StatusOK {
 		return fmt.Errorf("node-a: first reminder at epoch 1: want 200 from the email API, got %s", a)
 	}
-	if got := w.delivered(); len(got) != 1 || got[0].epoch != 1 || !isTraceID(got[0].traceID) {
-		return fmt.Errorf("node-a: first reminder: the email API should have one email at epoch 1 with a trace id, has %+v", got)
+	if got := w.delivered(); len(got) != 1 || got[0].epoch != 1 || !demoIsTraceID(got[0].traceID) {
+		return fmt.Errorf("node-a: first reminder: the email API should have one email, at epoch 1, with a trace id; has %+v", got)
 	}
 	n.say("node-a", "POST /email/send (INV-1001) with its epoch 1 token -> 200 OK")
 
+	// t=1: node-a renews, as a leader does every lease/3; the epoch stays.
+	if !demoSleep(ctx, time.Until(acquired.Add(demoLease/3))) {
+		return ctx.Err()
+	}
+	renewed := time.Now()
+	leaseA, err = w.leaseCall(ctx, "renew", map[string]any{"holder": "node-a", "epoch": leaseA.Epoch})
+	if err != nil {
+		return fmt.Errorf("node-a: %w", err)
+	}
+	if leaseA.Holder != "node-a" || leaseA.Epoch != 1 || leaseA.Token == "" {
+		return fmt.Errorf("node-a: renew: want holder node-a at epoch 1 with a token, got holder %q at epoch %d",
+			leaseA.Holder, leaseA.Epoch)
+	}
+	leaseEnds := renewed.Add(demoLease) // no earlier than this on the authority's clock
+	n.say("node-a", "POST /v1/leases/%s/renew -> 200 OK: still epoch %d, lease runs to about %s",
+		demoResource, leaseA.Epoch, n.stamp(leaseEnds))
+
 	// node-a freezes with its next write in hand: a goroutine blocked on a
-	// channel. Nothing of node-a runs: no renewals, no clock checks.
+	// channel. Nothing of node-a runs while it is frozen: no renewals, no
+	// clock checks. When it wakes, it sends the write, and steps down if
+	// the gateway answers 412.
 	frozen := time.Now()
 	wake := make(chan struct{})
-	pending := make(chan answer, 1)
-	pendingErr := make(chan error, 1)
-	actx, stepDown := context.WithCancel(ctx) // node-a's work; cancelled when it steps down
+	outcome := make(chan demoAnswer, 1)
+	failed := make(chan error, 1)
+	work, stepDown := context.WithCancel(ctx) // node-a's term: ends when it steps down
 	var nodeA sync.WaitGroup
 	defer nodeA.Wait()
 	defer stepDown() // a failed story must not leave node-a frozen
@@ -587,50 +641,28 @@ func (w *demoWorld) story(ctx context.Context) error {
 		defer nodeA.Done()
 		select {
 		case <-wake:
-		case <-actx.Done():
-			pendingErr <- actx.Err()
+		case <-work.Done():
+			failed <- work.Err()
 			return
 		}
-		a, err := w.sendReminder(actx, w.client, leaseA.Token, "INV-1002", "node-a")
+		a, err := w.sendReminder(work, w.client, leaseA.Token, "INV-1002", "node-a")
 		if err != nil {
-			pendingErr <- err
+			failed <- err
 			return
 		}
-		pending <- a
-	}()
-	n.say("node-a", "freezes (a stop-the-world pause) about to send INV-1002: no renewals from now on")
-
-	// node-b campaigns; it is refused while node-a's lease runs.
-	b, err := w.startNodeB(ctx)
-	if err != nil {
-		return fmt.Errorf("node-b: %w", err)
-	}
-	bStopped := false
-	defer func() {
-		if !bStopped {
-			b.stop()
+		if a.status == http.StatusPreconditionFailed {
+			stepDown() // a newer epoch was granted: stop leading, as leader.Elector's Transport does
 		}
+		outcome <- a
 	}()
-	select {
-	case no := <-b.firstNo:
-		if no.problem == nil || no.problem.Type != gateway.TypeLeaseHeld || no.problem.Holder != "node-a" {
-			return fmt.Errorf("node-b: first acquire: want 409 lease-held by node-a, got %s", no)
-		}
-		n.say("node-b", "POST /v1/leases/%s/acquire -> 409 Conflict: held by node-a at epoch %d; retries every %s",
-			demoResource, *no.problem.CurrentEpoch, demoRetry)
-	case t := <-b.granted:
-		return fmt.Errorf("node-b: granted epoch %d while node-a's lease ran", t.Epoch)
-	case <-ctx.Done():
-		return fmt.Errorf("node-b: no answer to its first acquire: %w", ctx.Err())
-	}
+	n.say("node-a", "freezes (a stop-the-world pause) as it is about to send INV-1002: no more renewals")
 
 	// The lease lapses; node-b takes over with epoch 2.
 	var termB leader.Term
 	select {
 	case termB = <-b.granted:
-	case err := <-b.runErr:
-		b.runErr <- err
-		return fmt.Errorf("node-b: stopped campaigning: %v", err)
+	case <-b.done:
+		return fmt.Errorf("node-b: stopped campaigning: %v", b.err)
 	case <-ctx.Done():
 		return fmt.Errorf("node-b: not granted the lease after node-a's expired: %w", ctx.Err())
 	}
@@ -639,9 +671,9 @@ func (w *demoWorld) story(ctx context.Context) error {
 		return fmt.Errorf("node-b: granted the lease %s before node-a's could have expired", leaseEnds.Sub(takeover))
 	}
 	if termB.Epoch != 2 || termB.Token == "" {
-		return fmt.Errorf("node-b: want epoch 2 with a token, got epoch %d", termB.Epoch)
+		return fmt.Errorf("node-b: takeover: want epoch 2 with a token, got epoch %d", termB.Epoch)
 	}
-	n.say("node-b", "node-a's lease expired: acquire -> 200 OK, takeover at epoch %d", termB.Epoch)
+	n.say("node-b", "node-a's lease expired: acquire -> 200 OK, node-b leads at epoch %d", termB.Epoch)
 	var fence gateway.FenceState
 	if err := w.getJSON(ctx, "/v1/fences/"+demoResource, &fence); err != nil {
 		return fmt.Errorf("gateway: %w", err)
@@ -649,21 +681,21 @@ func (w *demoWorld) story(ctx context.Context) error {
 	if fence.Epoch != 2 {
 		return fmt.Errorf("gateway: the fence of %q is at epoch %d after node-b's grant, want 2", demoResource, fence.Epoch)
 	}
-	n.say("gateway", "GET /v1/fences/%s -> epoch %d: node-a is fenced before node-b writes (fence on grant)",
+	n.say("gateway", "GET /v1/fences/%s -> epoch %d: node-a is fenced before node-b writes anything (fence on grant)",
 		demoResource, fence.Epoch)
 
 	// node-a wakes and sends the write it was holding, with epoch 1.
-	if !sleepCtx(ctx, demoOversleep) {
+	if !demoSleep(ctx, demoOversleep) {
 		return ctx.Err()
 	}
 	before := len(w.delivered())
-	n.say("node-a", "wakes after a %.1fs pause, still sure it leads at epoch 1, and sends INV-1002",
+	n.say("node-a", "wakes after a %.1fs pause, sure it still leads at epoch 1, and sends INV-1002",
 		time.Since(frozen).Seconds())
 	close(wake)
-	var refused answer
+	var refused demoAnswer
 	select {
-	case refused = <-pending:
-	case err := <-pendingErr:
+	case refused = <-outcome:
+	case err := <-failed:
 		return fmt.Errorf("node-a: stale write: %w", err)
 	}
 	p := refused.problem
@@ -671,7 +703,7 @@ func (w *demoWorld) story(ctx context.Context) error {
 		p.PresentedEpoch == nil || p.CurrentEpoch == nil {
 		return fmt.Errorf("node-a: stale write at epoch 1: want 412 stale-epoch, got %s", refused)
 	}
-	if *p.PresentedEpoch != 1 || *p.CurrentEpoch != 2 || !isTraceID(p.TraceID) {
+	if *p.PresentedEpoch != 1 || *p.CurrentEpoch != 2 || !demoIsTraceID(p.TraceID) {
 		return fmt.Errorf("node-a: stale write: want presented epoch 1, current epoch 2 and a trace id, got %d, %d, %q",
 			*p.PresentedEpoch, *p.CurrentEpoch, p.TraceID)
 	}
@@ -684,15 +716,17 @@ func (w *demoWorld) story(ctx context.Context) error {
 	if err := w.getJSON(ctx, "/v1/audit/rejections?resource="+demoResource, &audit); err != nil {
 		return fmt.Errorf("gateway: %w", err)
 	}
-	if len(audit.Rejections) != 1 || audit.Rejections[0].TraceID != p.TraceID || audit.Rejections[0].Decision != "stale" {
-		return fmt.Errorf("gateway: the audit should list the one stale write of trace %s, lists %+v", p.TraceID, audit.Rejections)
+	if len(audit.Rejections) != 1 || audit.Rejections[0].TraceID != p.TraceID || audit.Rejections[0].Decision != gateway.DecisionStale {
+		return fmt.Errorf("gateway: the audit should list the one stale write, of trace %s; it lists %+v", p.TraceID, audit.Rejections)
 	}
 	n.say("gateway", "the email API never saw it; GET /v1/audit/rejections lists it: decision stale, trace %s", p.TraceID)
 
-	// node-a steps down: a 412 means a newer epoch was granted.
-	stepDown()
+	// node-a stepped down on the 412.
 	nodeA.Wait()
-	n.say("node-a", "steps down on the 412: it stops its sweep and leaves INV-1002 to the new leader")
+	if work.Err() == nil {
+		return errors.New("node-a: did not step down on the 412")
+	}
+	n.say("node-a", "steps down on the 412 (a newer epoch exists): it ends its sweep and leaves INV-1002 to the leader")
 
 	// node-b sends the reminder node-a could not.
 	close(b.write)
@@ -704,8 +738,7 @@ func (w *demoWorld) story(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("node-b: reminder: %w", ctx.Err())
 	}
-	n.say("node-b", "POST /email/send (INV-1002) through its Elector's Transport, epoch 2 token -> 200 OK")
-	bStopped = true
+	n.say("node-b", "POST /email/send (INV-1002) through its leader.Elector's Transport, epoch 2 token -> 200 OK")
 	if err := b.stop(); err != nil {
 		return err
 	}
@@ -715,25 +748,43 @@ func (w *demoWorld) story(ctx context.Context) error {
 	got := w.delivered()
 	fromA := 0
 	for _, e := range got {
-		if e.sender == "node-a" {
+		switch {
+		case e.sender == "node-a" && (e.epoch != 1 || !e.at.Before(takeover)):
+			return fmt.Errorf("email API: an email from node-a at epoch %d arrived after the takeover", e.epoch)
+		case e.sender == "node-a":
 			fromA++
-			if !e.at.Before(takeover) || e.epoch != 1 {
-				return fmt.Errorf("email API: an email from node-a at epoch %d arrived after the takeover", e.epoch)
-			}
-		} else if e.epoch != 2 {
+		case e.epoch != 2:
 			return fmt.Errorf("email API: an email from %s at epoch %d, want 2", e.sender, e.epoch)
 		}
 	}
 	if len(got) != 2 || fromA != 1 {
 		return fmt.Errorf("email API: want 2 emails, one from each node, got %+v", got)
 	}
-	n.print("summary", "the email API received %d emails (epochs %d, %d), none from node-a after the takeover at %s: each invoice reminded once",
+	n.print("summary", "the email API received %d emails (epochs %d and %d), none from node-a after the takeover at %s",
 		len(got), got[0].epoch, got[1].epoch, n.stamp(takeover))
 	return nil
 }
 
-// sleepCtx waits for d or ctx, reporting whether d passed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
+// leaseCall calls a lease endpoint for node-a and returns the lease.
+func (w *demoWorld) leaseCall(ctx context.Context, op string, body map[string]any) (gateway.LeaseState, error) {
+	data, err := json.Marshal(body)
+	if err != nil {
+		return gateway.LeaseState{}, err
+	}
+	path := "/v1/leases/" + demoResource + "/" + op
+	a, err := demoDo(ctx, w.client, http.MethodPost, w.apiURL+path, "application/json", data, nil)
+	if err != nil {
+		return gateway.LeaseState{}, fmt.Errorf("%s: %w", op, err)
+	}
+	var l gateway.LeaseState
+	if a.status != http.StatusOK || json.Unmarshal(a.body, &l) != nil {
+		return gateway.LeaseState{}, fmt.Errorf("%s: want 200 with the lease, got %s", op, a)
+	}
+	return l, nil
+}
+
+// demoSleep waits for d or ctx, reporting whether d passed.
+func demoSleep(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

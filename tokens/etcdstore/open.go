@@ -2,7 +2,6 @@ package etcdstore
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"strings"
@@ -10,6 +9,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/fencegw/fencegw/internal/etcdtls"
 )
 
 // DefaultDialTimeout is the DialTimeout used when Options leaves it zero.
@@ -46,9 +47,9 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	if len(o.Endpoints) == 0 {
 		return nil, errors.New("etcdstore: no endpoints")
 	}
-	tlsConfig, err := endpointsTLS(o.Endpoints)
+	tlsConfig, err := etcdtls.ForEndpoints(o.Endpoints)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("etcdstore: %w", err)
 	}
 	if (o.Username == "") != (o.Password == "") {
 		return nil, errors.New("etcdstore: username and password must be set together")
@@ -77,27 +78,4 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 		return nil, unavailable("open", "", fmt.Errorf("%s: %w", strings.Join(o.Endpoints, ","), err))
 	}
 	return s, nil
-}
-
-// endpointsTLS returns the TLS configuration for endpoints: nil when none
-// uses https, system roots when all do, an error when they are mixed (the
-// client would use one transport for all of them).
-func endpointsTLS(endpoints []string) (*tls.Config, error) {
-	secure := 0
-	for _, ep := range endpoints {
-		if ep == "" {
-			return nil, errors.New("etcdstore: empty endpoint")
-		}
-		if len(ep) >= len("https://") && strings.EqualFold(ep[:len("https://")], "https://") {
-			secure++
-		}
-	}
-	switch secure {
-	case 0:
-		return nil, nil
-	case len(endpoints):
-		return &tls.Config{MinVersion: tls.VersionTLS12}, nil
-	default:
-		return nil, fmt.Errorf("etcdstore: endpoints %s mix https and plaintext", strings.Join(endpoints, ","))
-	}
 }

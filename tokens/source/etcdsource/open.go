@@ -2,7 +2,6 @@ package etcdsource
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"strings"
@@ -12,6 +11,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/fencegw/fencegw/internal/etcdtls"
 )
 
 // DefaultDialTimeout is the DialTimeout used when Options leaves it zero.
@@ -56,9 +57,9 @@ func Open(ctx context.Context, o Options) (*Source, error) {
 	if len(o.Endpoints) == 0 {
 		return nil, errors.New("etcdsource: Endpoints: none given")
 	}
-	tlsConfig, err := endpointsTLS(o.Endpoints)
+	tlsConfig, err := etcdtls.ForEndpoints(o.Endpoints)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("etcdsource: Endpoints: %w", err)
 	}
 	if (o.Username == "") != (o.Password == "") {
 		return nil, errors.New("etcdsource: Username and Password must be set together")
@@ -110,27 +111,4 @@ func (s *Source) Close() error {
 		}
 	})
 	return s.closeErr
-}
-
-// endpointsTLS returns the TLS configuration for endpoints: nil when none
-// uses https, system roots when all do, an error when they are mixed (the
-// client would use one transport for all of them).
-func endpointsTLS(endpoints []string) (*tls.Config, error) {
-	secure := 0
-	for _, ep := range endpoints {
-		if ep == "" {
-			return nil, errors.New("etcdsource: Endpoints: empty endpoint")
-		}
-		if len(ep) >= len("https://") && strings.EqualFold(ep[:len("https://")], "https://") {
-			secure++
-		}
-	}
-	switch secure {
-	case 0:
-		return nil, nil
-	case len(endpoints):
-		return &tls.Config{MinVersion: tls.VersionTLS12}, nil
-	default:
-		return nil, fmt.Errorf("etcdsource: Endpoints %s mix https and plaintext", strings.Join(endpoints, ","))
-	}
 }
