@@ -16,6 +16,7 @@ import (
 func TestMain(m *testing.M) {
 	code := m.Run()
 	testpg.CloseShared()
+	code = finishSpecCheck(code) // fails the run if an exchange broke openapi.yaml
 	os.Exit(code)
 }
 

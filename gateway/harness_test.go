@@ -280,11 +280,12 @@ func newGatewayWith(t *testing.T, store tokens.Store, up *upstream, o gatewayOpt
 		t.Cleanup(tr.CloseIdleConnections)
 		transport = tr
 	}
+	spec := trafficChecker(t) // every exchange is checked against openapi.yaml
 	g := &gw{
-		proxy: httptest.NewServer(gateway.New(gateway.Options{Routes: gateway.NewRoutes(table), Fence: fence,
-			Transport: transport, Logger: log, MaxBodyBytes: 1 << 20, UpstreamTimeout: o.upstreamTimeout, Observer: o.observer})),
-		api: httptest.NewServer(gateway.NewControlAPI(gateway.ControlOptions{Fence: fence, Logger: log, ReadyTimeout: time.Second,
-			Issuer: o.auth, JWKS: o.auth.keys.JWKS, Keys: o.keys, Observer: o.observer})),
+		proxy: httptest.NewServer(spec.Proxy(t.Name(), gateway.New(gateway.Options{Routes: gateway.NewRoutes(table), Fence: fence,
+			Transport: transport, Logger: log, MaxBodyBytes: 1 << 20, UpstreamTimeout: o.upstreamTimeout, Observer: o.observer}))),
+		api: httptest.NewServer(spec.Control(t.Name(), gateway.NewControlAPI(gateway.ControlOptions{Fence: fence, Logger: log, ReadyTimeout: time.Second,
+			Issuer: o.auth, JWKS: o.auth.keys.JWKS, Keys: o.keys, Observer: o.observer}))),
 		auth:  o.auth,
 		fence: fence,
 	}

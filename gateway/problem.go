@@ -73,6 +73,11 @@ func writeProblem(w http.ResponseWriter, r *http.Request, p Problem) {
 	h.Set("Content-Type", ProblemContentType)
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
+	if p.Status == http.StatusUnauthorized && h.Get("WWW-Authenticate") == "" {
+		// RFC 9110: a 401 names its scheme. Fencing tokens travel in their
+		// own header; the parameters say which check failed.
+		h.Set("WWW-Authenticate", `FencingToken realm="fencegw", error="invalid_token"`)
+	}
 	if p.retryAfter > 0 {
 		h.Set("Retry-After", strconv.Itoa(p.retryAfter))
 	}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -45,16 +46,23 @@ func newObserved(t *testing.T) *observed {
 	return o
 }
 
-// serverSpan finds the proxy's server span of a trace.
+// serverSpan finds the proxy's server span of a trace. The span ends just
+// after the answer is sent, so it may arrive a moment after the client read
+// the answer: wait for it (bounded).
 func (o *observed) serverSpan(t *testing.T, traceID string) sdktrace.ReadOnlySpan {
 	t.Helper()
-	for _, s := range o.spans.Ended() {
-		if s.SpanContext().TraceID().String() == traceID && s.SpanKind() == trace.SpanKindServer {
-			return s
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		for _, s := range o.spans.Ended() {
+			if s.SpanContext().TraceID().String() == traceID && s.SpanKind() == trace.SpanKindServer {
+				return s
+			}
 		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no server span in trace %s", traceID)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
-	t.Fatalf("no server span in trace %s", traceID)
-	return nil
 }
 
 func attrs(s sdktrace.ReadOnlySpan) map[attribute.Key]attribute.Value {
@@ -153,6 +161,7 @@ func TestDecisionsOnSpans(t *testing.T) {
 	if r.Header.Get("baggage") != "tenant=42" {
 		t.Fatalf("upstream baggage %q", r.Header.Get("baggage"))
 	}
+	o.serverSpan(t, firstTrace) // all of the first trace's spans ended before its server span
 	var client, check bool
 	for _, s := range o.spans.Ended() {
 		if s.SpanContext().TraceID().String() == firstTrace {
@@ -222,18 +231,28 @@ func TestLeaseEventsOnSpans(t *testing.T) {
 	g.releaseLease(t, "jobs", "node-a", a.Epoch)
 	b := leaseOf(t, g.acquire(t, "jobs", "node-b", 15))
 	g.renewLease(t, "jobs", "node-a", a.Epoch)
-	events := map[string]trace.SpanKind{}
-	var takeover map[attribute.Key]attribute.Value
-	for _, s := range o.spans.Ended() {
-		for _, e := range s.Events() {
-			events[e.Name] = s.SpanKind()
-			if e.Name == "fencing.lease.takeover" {
-				takeover = map[attribute.Key]attribute.Value{}
-				for _, kv := range e.Attributes {
-					takeover[kv.Key] = kv.Value
+	// Server spans end just after their answers: wait (bounded) for all.
+	var (
+		events   map[string]trace.SpanKind
+		takeover map[attribute.Key]attribute.Value
+	)
+	deadline := time.Now().Add(10 * time.Second)
+	for len(events) < 4 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+		events = map[string]trace.SpanKind{}
+		for _, s := range o.spans.Ended() {
+			for _, e := range s.Events() {
+				events[e.Name] = s.SpanKind()
+				if e.Name == "fencing.lease.takeover" {
+					takeover = map[attribute.Key]attribute.Value{}
+					for _, kv := range e.Attributes {
+						takeover[kv.Key] = kv.Value
+					}
 				}
 			}
 		}
+	}
+	for _, s := range o.spans.Ended() {
 		if s.SpanKind() == trace.SpanKindServer && !strings.HasPrefix(s.Name(), "POST /v1/leases/{name}/") &&
 			!strings.HasPrefix(s.Name(), "GET ") {
 			t.Errorf("control span name %q", s.Name())
