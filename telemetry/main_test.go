@@ -2,37 +2,20 @@ package telemetry
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
-	"go.uber.org/goleak"
+
+	"github.com/fencegw/fencegw/internal/testleak"
 )
 
 // TestMain fails the package if goroutines outlive the tests. Exporters'
 // background goroutines (batch span processors, gRPC transports, HTTP
 // keep-alive connections closed by the receivers' Close) end shortly after
 // Shutdown, so the check retries for a few seconds instead of ignoring any.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if code == 0 {
-		var err error
-		for deadline := time.Now().Add(5 * time.Second); ; {
-			if err = goleak.Find(); err == nil || time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testleak.Exit(m.Run(), 5*time.Second) }
 
 // getenv returns a lookup in vars, standing in for the process environment.
 func getenv(vars map[string]string) func(string) string {
