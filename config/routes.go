@@ -72,7 +72,7 @@ func (c *Config) PolicyRoutes(d RouteDeps) ([]*policy.Route, error) {
 			}
 		}
 		if len(pr.Methods) == 0 {
-			pr.Methods = policy.DefaultFencedMethods
+			pr.Methods = nil // every method but the safe ones
 		}
 		if r.Resource != "" {
 			if pr.Resource, err = policy.ParseTemplate(r.Resource); err != nil {

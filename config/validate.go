@@ -117,9 +117,7 @@ func (r *Route) validate(at string) []error {
 	case policy.TokensRaw:
 		if r.EpochSource != nil {
 			errs = append(errs, r.EpochSource.validate(at+".epoch_source")...)
-			if r.Resource == "" {
-				bad("resource", "required with an epoch_source: the client must not choose which election vouches for it")
-			}
+			errs = append(errs, sourceResource(at, r.Resource, r.EpochSource.Kind)...)
 		}
 	default:
 		bad("tokens", "must be signed, raw or any, got %q", r.Tokens)
@@ -148,6 +146,29 @@ func (r *Route) validate(at string) []error {
 		}
 	}
 	return errs
+}
+
+// sourceResource checks the resource of a route with an epoch source: the
+// client must not choose which election vouches for its write. A header
+// placeholder would let it (the upstream need not read that header at
+// all); an etcd source reads one election for the whole route, so its
+// resource must be one fixed name.
+func sourceResource(at, resource, kind string) []error {
+	field := at + ".resource"
+	if resource == "" {
+		return []error{&FieldError{Field: field, Msg: "required with an epoch_source: the client must not choose which election vouches for it"}}
+	}
+	t, err := policy.ParseTemplate(resource)
+	if err != nil {
+		return nil // reported with the template itself
+	}
+	if _, static := t.Static(); kind == "etcd" && !static {
+		return []error{&FieldError{Field: field, Msg: "must be a fixed name with an etcd epoch_source: one election vouches for the whole route"}}
+	}
+	if t.HasHeader() {
+		return []error{&FieldError{Field: field, Msg: "must not use {header:…} with an epoch_source: the client would choose which election vouches for it"}}
+	}
+	return nil
 }
 
 // ParseUpstream parses an upstream URL: absolute http or https, with a host,

@@ -43,7 +43,7 @@ func BenchmarkProxy(b *testing.B) {
 	}
 	defer store.Close()
 	table, _ := policy.NewTable([]*policy.Route{{Prefix: "/", Upstream: u, Tokens: policy.TokensRaw,
-		Verifier: tokens.RawVerifier{}, Methods: policy.DefaultFencedMethods, Resource: mustTemplate(b, "bench")}})
+		Verifier: tokens.RawVerifier{}, Resource: mustTemplate(b, "bench")}})
 	fenced := httptest.NewServer(gateway.New(gateway.Options{Routes: gateway.NewRoutes(table),
 		Fence: tokens.NewFence(store, tokens.FenceOptions{}), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
 	defer fenced.Close()

@@ -113,6 +113,9 @@ func resolveResource(r *http.Request, rt *policy.Route, claims tokens.Claims) (s
 	if claims.Resource == "" {
 		return rt.ResolveResource(r)
 	}
+	if err := tokens.ValidateResource(claims.Resource); err != nil {
+		return "", fmt.Errorf("the token's resource: %w", err)
+	}
 	if rt.Resource == nil {
 		return claims.Resource, nil
 	}
@@ -150,10 +153,15 @@ func refusal(err error, a Admission) *Problem {
 	case errors.Is(err, tokens.ErrInvalidEpoch):
 		return &Problem{Type: TypeMalformedToken, Title: "Malformed fencing token", Status: http.StatusBadRequest,
 			Detail: err.Error(), Resource: a.Resource}
+	case errors.Is(err, tokens.ErrInvalidResource):
+		return &Problem{Type: TypeBadResource, Title: "Resource cannot be determined", Status: http.StatusBadRequest,
+			Detail: err.Error(), PresentedEpoch: epochPtr(a.Epoch)}
 	default:
+		// Only a failure to reach the store or source gets here: every
+		// verdict is matched above.
 		return &Problem{Type: TypeStoreUnavailable, Title: "Fencing store unavailable", Status: http.StatusServiceUnavailable,
 			Detail:   "the epoch could not be confirmed; nothing was forwarded",
-			Resource: a.Resource, PresentedEpoch: epochPtr(a.Epoch), retryAfter: 1}
+			Resource: a.Resource, PresentedEpoch: epochPtr(a.Epoch), retryAfter: 1, cause: err}
 	}
 }
 
@@ -197,6 +205,9 @@ func logRefusal(log *slog.Logger, r *http.Request, a Admission, p *Problem) {
 	}
 	if a.Holder != "" {
 		attrs = append(attrs, slog.String("holder", a.Holder))
+	}
+	if p.cause != nil {
+		attrs = append(attrs, slog.String("error", p.cause.Error()))
 	}
 	level := slog.LevelInfo
 	if p.Status == http.StatusServiceUnavailable {

@@ -250,7 +250,7 @@ func newGatewayWith(t *testing.T, store tokens.Store, up *upstream, o gatewayOpt
 	var routes []*policy.Route
 	for _, s := range specs {
 		r := &policy.Route{Prefix: s.prefix, Upstream: u, Tokens: policy.TokensRaw, Verifier: tokens.RawVerifier{},
-			Methods: policy.DefaultFencedMethods, StripPrefix: s.strip, EpochSource: o.sources[s.prefix]}
+			StripPrefix: s.strip, EpochSource: o.sources[s.prefix]}
 		switch s.tokens {
 		case policy.TokensSigned:
 			r.Tokens, r.Verifier = s.tokens, o.auth.verifier

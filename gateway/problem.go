@@ -31,6 +31,8 @@ type Problem struct {
 
 	// retryAfter, in seconds, is sent as the Retry-After header when positive.
 	retryAfter int
+	// cause is the failure behind a 503, logged, never sent.
+	cause error
 }
 
 // ProblemContentType is the media type of problem documents.
@@ -43,6 +45,7 @@ const (
 	TypeMalformedToken   = "urn:fencegw:problem:malformed-token"
 	TypeBadResource      = "urn:fencegw:problem:bad-resource"
 	TypeBadPath          = "urn:fencegw:problem:bad-path"
+	TypeBadMethod        = "urn:fencegw:problem:bad-method"
 	TypeNoRoute          = "urn:fencegw:problem:no-route"
 	TypeStoreUnavailable = "urn:fencegw:problem:store-unavailable"
 	TypeUpstreamFailed   = "urn:fencegw:problem:upstream-unavailable"

@@ -85,9 +85,11 @@ func NewProxy(transport http.RoundTripper, log *slog.Logger) *httputil.ReversePr
 func rewrite(pr *httputil.ProxyRequest) {
 	ctx := pr.In.Context()
 	rt, _ := RouteFrom(ctx)
-	if rt.StripPrefix {
-		stripPrefix(pr, rt.Prefix)
-	}
+	// The upstream gets the very path the route matched and the fence
+	// read, re-encoded canonically: MatchRoute refused the escapes (%2F,
+	// %5C, %2E) that would decode differently.
+	pr.Out.URL.Path = rt.UpstreamPath(pr.In.URL.Path)
+	pr.Out.URL.RawPath = ""
 	pr.SetURL(rt.Upstream)
 	pr.SetXForwarded()
 	h := pr.Out.Header
@@ -111,20 +113,6 @@ func isFencingHeader(name string) bool {
 	}
 	n := strings.ReplaceAll(name, "_", "-")
 	return strings.EqualFold(n, TokenHeader) || strings.EqualFold(n, EpochHeader) || strings.EqualFold(n, ResourceHeader)
-}
-
-// stripPrefix removes the route's prefix from the outgoing path, keeping a
-// leading slash.
-func stripPrefix(pr *httputil.ProxyRequest, prefix string) {
-	u := pr.Out.URL
-	u.Path = "/" + strings.TrimPrefix(u.Path, prefix)
-	if u.RawPath != "" {
-		if strings.HasPrefix(u.RawPath, prefix) {
-			u.RawPath = "/" + strings.TrimPrefix(u.RawPath, prefix)
-		} else {
-			u.RawPath = ""
-		}
-	}
 }
 
 // StatusClientClosedRequest is logged when the client went away before the

@@ -2,16 +2,24 @@ package gateway_test
 
 import (
 	"bufio"
+	"bytes"
+	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/fencegw/fencegw/gateway"
+	"github.com/fencegw/fencegw/policy"
+	"github.com/fencegw/fencegw/tokens"
 )
 
 // TestCustomMethods: a configured fenced method and an unknown unfenced
@@ -156,5 +164,44 @@ func TestAPIKeys(t *testing.T) {
 		if a.status == 401 && a.header.Get("WWW-Authenticate") == "" {
 			t.Errorf("401 without WWW-Authenticate")
 		}
+	}
+}
+
+// failingStore is a store whose every HWM call fails to reach it.
+type failingStore struct{ tokens.Store }
+
+func (failingStore) Current(context.Context, string) (int64, error) {
+	return 0, &tokens.UnavailableError{Op: "current", Err: errors.New("dial tcp 10.0.0.9:5432: connection refused")}
+}
+
+func (failingStore) Advance(context.Context, string, int64) (int64, error) {
+	return 0, &tokens.UnavailableError{Op: "advance", Err: errors.New("dial tcp 10.0.0.9:5432: connection refused")}
+}
+
+func (failingStore) Exclusive() bool { return false }
+
+// TestUnavailableLogsItsCause: a 503 is logged with the failure behind it,
+// which the client never sees.
+func TestUnavailableLogsItsCause(t *testing.T) {
+	up := newUpstream(t)
+	u, _ := url.Parse(up.srv.URL)
+	table, err := policy.NewTable([]*policy.Route{{Prefix: "/w/", Upstream: u, Tokens: policy.TokensRaw, Verifier: tokens.RawVerifier{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	h := gateway.New(gateway.Options{Routes: gateway.NewRoutes(table), Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
+		Fence: tokens.NewFence(failingStore{boltFresh(t)(t)}, tokens.FenceOptions{})})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	a := do(t, "POST", srv.URL+"/w/x", map[string]string{gateway.TokenHeader: "3", gateway.ResourceHeader: "r"}, "x")
+	if a.status != http.StatusServiceUnavailable || strings.Contains(string(a.body), "10.0.0.9") {
+		t.Fatalf("= %d %s, want 503 without the cause", a.status, a.body)
+	}
+	if !strings.Contains(logs.String(), `"error":"advance HWM: store unavailable: advance: dial tcp 10.0.0.9:5432: connection refused"`) {
+		t.Fatalf("the 503's log line does not carry its cause:\n%s", logs.String())
+	}
+	if len(up.requests()) != 0 {
+		t.Fatal("an unconfirmed write reached the upstream")
 	}
 }

@@ -27,13 +27,24 @@ func (r *Routes) Swap(t *policy.Table) { r.table.Store(t) }
 // Table returns the table in force.
 func (r *Routes) Table() *policy.Table { return r.table.Load() }
 
-// MatchRoute is middleware that refuses unclean paths (400), answers 404 for
-// paths no route serves, and otherwise records the matched route in the
-// request's context for the middleware and proxy behind it.
+// MatchRoute is middleware that refuses methods that are not upper case
+// and unclean paths (400), answers 404 for paths no route serves, and
+// otherwise records the matched route in the request's context for the
+// middleware and proxy behind it. Matching, the resource's path segments
+// and the upstream path all derive from the one decoded path it checked.
 func MatchRoute(routes *Routes) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if err := policy.CheckPath(r.URL.Path); err != nil {
+			if err := policy.CheckMethod(r.Method); err != nil {
+				writeProblem(w, r, Problem{Type: TypeBadMethod, Title: "Request method is not upper case", Status: http.StatusBadRequest,
+					Detail: err.Error()})
+				return
+			}
+			err := policy.CheckPath(r.URL.Path)
+			if err == nil {
+				err = policy.CheckEscapedPath(r.URL.EscapedPath())
+			}
+			if err != nil {
 				writeProblem(w, r, Problem{Type: TypeBadPath, Title: "Request path is not clean", Status: http.StatusBadRequest,
 					Detail: err.Error()})
 				return

@@ -84,7 +84,7 @@ func startGateway(resource string, opts ...gatewayOptions) (*testGateway, error)
 		return nil, err
 	}
 	table, err := policy.NewTable([]*policy.Route{{Prefix: "/email/", Upstream: up, Tokens: policy.TokensRaw,
-		Verifier: tokens.RawVerifier{}, Resource: tm, Methods: policy.DefaultFencedMethods}})
+		Verifier: tokens.RawVerifier{}, Resource: tm}})
 	if err != nil {
 		g.Close()
 		return nil, err

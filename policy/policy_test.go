@@ -99,7 +99,7 @@ func FuzzParseTemplate(f *testing.F) {
 
 func route(host, prefix string) *policy.Route {
 	u, _ := url.Parse("http://127.0.0.1:9")
-	return &policy.Route{Host: host, Prefix: prefix, Upstream: u, Verifier: tokens.RawVerifier{}, Methods: policy.DefaultFencedMethods}
+	return &policy.Route{Host: host, Prefix: prefix, Upstream: u, Verifier: tokens.RawVerifier{}}
 }
 
 func TestTableMatch(t *testing.T) {

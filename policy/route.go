@@ -1,11 +1,11 @@
 package policy
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 
@@ -29,9 +29,10 @@ const (
 // that do not name it themselves.
 const ResourceHeader = "Fencing-Resource"
 
-// DefaultFencedMethods are the methods a route fences unless configured
-// otherwise: the unsafe methods of RFC 9110.
-var DefaultFencedMethods = []string{http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
+// SafeMethods are the methods a route leaves unfenced unless it lists its
+// own: the methods RFC 9110 defines as safe and that fencegw forwards
+// without a token. Every other method, including unknown ones, is a write.
+var SafeMethods = []string{http.MethodGet, http.MethodHead, http.MethodOptions}
 
 // Route sends requests whose path starts with Prefix (and, when Host is set,
 // whose host is Host) to Upstream.
@@ -58,21 +59,61 @@ type Route struct {
 	// EpochSource, when set, is an external election whose current epoch a
 	// raw epoch must equal.
 	EpochSource tokens.EpochSource
-	// Methods are the fenced methods, upper case. Others pass unfenced.
+	// Methods are the fenced methods, upper case; others pass unfenced.
+	// Nil fences every method but SafeMethods.
 	Methods []string
 	// Transport, when set, carries requests to this route's upstream (its
 	// own TLS settings); the gateway's shared transport otherwise.
 	Transport http.RoundTripper
 }
 
-// Fenced reports whether requests with method need a fencing token.
+// Fenced reports whether requests with method need a fencing token: every
+// method but SafeMethods, or the route's own list. Method names are
+// compared exactly; CheckMethod refuses those that are not upper case
+// before any route sees them.
 func (r *Route) Fenced(method string) bool {
-	for _, m := range r.Methods {
-		if m == method {
-			return true
-		}
+	if r.Methods == nil {
+		return !slices.Contains(SafeMethods, method)
 	}
-	return false
+	return slices.Contains(r.Methods, method)
+}
+
+// Subpath returns the part of path below the route's prefix, starting with
+// "/", and whether the route serves path at all. The prefix matches only
+// at a segment boundary: "/tenants" serves "/tenants" and "/tenants/42",
+// never "/tenants..", "/tenantsX"; "/email/" serves "/email/send" and
+// "/email/". The subpath is what a stripped route sends upstream and what
+// {segment:N} placeholders count in.
+func (r *Route) Subpath(path string) (string, bool) {
+	return Subpath(path, r.Prefix)
+}
+
+// Subpath is Route.Subpath for a bare prefix.
+func Subpath(path, prefix string) (string, bool) {
+	if strings.HasSuffix(prefix, "/") {
+		if !strings.HasPrefix(path, prefix) {
+			return "", false
+		}
+		return path[len(prefix)-1:], true
+	}
+	switch {
+	case path == prefix:
+		return "/", true
+	case strings.HasPrefix(path, prefix) && path[len(prefix)] == '/':
+		return path[len(prefix):], true
+	}
+	return "", false
+}
+
+// UpstreamPath returns the path sent upstream for path, which the route
+// serves: the subpath when the route strips its prefix, path otherwise.
+// The upstream URL's own path is joined in front of it by the proxy.
+func (r *Route) UpstreamPath(path string) string {
+	if !r.StripPrefix {
+		return path
+	}
+	sub, _ := r.Subpath(path)
+	return sub
 }
 
 // ResolveResource names the resource a fenced request writes to: the
@@ -86,12 +127,10 @@ func (r *Route) ResolveResource(req *http.Request) (string, error) {
 			return "", err
 		}
 	} else {
-		v := req.Header.Values(ResourceHeader)
-		if len(v) != 1 || v[0] == "" {
-			return "", fmt.Errorf("%w: the route names no resource and the request has %d %s headers, want one",
-				ErrUnresolved, len(v), ResourceHeader)
+		var err error
+		if name, err = headerValue(req.Header, ResourceHeader); err != nil {
+			return "", fmt.Errorf("the route names no resource: %w", err)
 		}
-		name = v[0]
 	}
 	if err := tokens.ValidateResource(name); err != nil {
 		return "", err
@@ -154,34 +193,9 @@ func (t *Table) Match(req *http.Request) *Route {
 		if r.Host != "" && !strings.EqualFold(r.Host, host) {
 			continue
 		}
-		if strings.HasPrefix(req.URL.Path, r.Prefix) {
+		if _, ok := r.Subpath(req.URL.Path); ok {
 			return r
 		}
-	}
-	return nil
-}
-
-// ErrUncleanPath means a request path holds ".", ".." or empty segments, or
-// the characters ";" or "\\", which an upstream might resolve to a path of
-// another route (a matrix parameter, a Windows separator).
-var ErrUncleanPath = errors.New("request path is not clean")
-
-// CheckPath refuses paths that are not in canonical form, so a request
-// cannot reach an upstream path under one route while matching another.
-func CheckPath(p string) error {
-	if p == "" || p[0] != '/' {
-		return fmt.Errorf("%w: %q does not start with /", ErrUncleanPath, p)
-	}
-	for _, seg := range strings.Split(p[1:], "/") {
-		if seg == "." || seg == ".." {
-			return fmt.Errorf("%w: %q has a %q segment", ErrUncleanPath, p, seg)
-		}
-	}
-	if strings.Contains(p, "//") {
-		return fmt.Errorf("%w: %q has an empty segment", ErrUncleanPath, p)
-	}
-	if i := strings.IndexAny(p, ";\\"); i >= 0 {
-		return fmt.Errorf("%w: %q holds %q", ErrUncleanPath, p, p[i])
 	}
 	return nil
 }

@@ -40,6 +40,11 @@ type part struct {
 // segment or header it names is missing or empty.
 var ErrUnresolved = errors.New("resource cannot be determined from the request")
 
+// ErrAmbiguousHeader means the header that names a request's resource
+// could reach the upstream as another value than the fence read: a twin
+// spelling, a Connection listing, a list value.
+var ErrAmbiguousHeader = errors.New("resource header is ambiguous")
+
 // ParseTemplate parses src. Errors say what is wrong and where.
 func ParseTemplate(src string) (*Template, error) {
 	if src == "" {
@@ -91,7 +96,11 @@ func parsePlaceholder(s string) (part, error) {
 				return part{}, fmt.Errorf("{%s}: %q is not a valid header name", s, arg)
 			}
 		}
-		return part{kind: header, text: textproto.CanonicalMIMEHeaderKey(arg)}, nil
+		name := textproto.CanonicalMIMEHeaderKey(arg)
+		if reserved[headerKey(name)] {
+			return part{}, fmt.Errorf("{%s}: %s cannot name a resource: the proxy does not forward it as received", s, name)
+		}
+		return part{kind: header, text: name}, nil
 	default:
 		return part{}, fmt.Errorf("{%s}: unknown placeholder kind %q", s, kind)
 	}
@@ -117,6 +126,16 @@ func (t *Template) Static() (string, bool) {
 	return "", false
 }
 
+// HasHeader reports whether the template reads a request header.
+func (t *Template) HasHeader() bool {
+	for _, p := range t.parts {
+		if p.kind == header {
+			return true
+		}
+	}
+	return false
+}
+
 // Render names the resource of req, whose path starts with prefix. It
 // returns an error wrapping ErrUnresolved when a placeholder has no value.
 func (t *Template) Render(req *http.Request, prefix string) (string, error) {
@@ -131,21 +150,22 @@ func (t *Template) Render(req *http.Request, prefix string) (string, error) {
 			b.WriteString(p.text)
 		case segment:
 			if segs == nil {
-				segs = strings.Split(strings.TrimPrefix(req.URL.Path, prefix), "/")
-				if len(segs) > 0 && segs[0] == "" {
-					segs = segs[1:]
+				sub, ok := Subpath(req.URL.Path, prefix)
+				if !ok {
+					return "", fmt.Errorf("%w: path %q is not under %q", ErrUnresolved, req.URL.Path, prefix)
 				}
+				segs = strings.Split(sub[1:], "/")
 			}
 			if p.segment > len(segs) || segs[p.segment-1] == "" {
 				return "", fmt.Errorf("%w: path has no segment %d after %q", ErrUnresolved, p.segment, prefix)
 			}
 			b.WriteString(segs[p.segment-1])
 		case header:
-			v := req.Header.Values(p.text)
-			if len(v) != 1 || v[0] == "" {
-				return "", fmt.Errorf("%w: want exactly one non-empty %s header, got %d", ErrUnresolved, p.text, len(v))
+			v, err := headerValue(req.Header, p.text)
+			if err != nil {
+				return "", err
 			}
-			b.WriteString(v[0])
+			b.WriteString(v)
 		}
 	}
 	return b.String(), nil

@@ -49,7 +49,9 @@ func ValidateEpoch(epoch int64) error {
 
 // ValidateResource reports whether name is a legal resource name: 1 to
 // MaxResourceLen bytes of valid UTF-8 without control or space characters
-// other than the ASCII space.
+// other than the ASCII space, which may not start or end it (a header
+// value loses its outer spaces in transit, so the upstream would read
+// another name in Fencing-Resource).
 func ValidateResource(name string) error {
 	if name == "" {
 		return fmt.Errorf("%w: empty name", ErrInvalidResource)
@@ -59,6 +61,9 @@ func ValidateResource(name string) error {
 	}
 	if !utf8.ValidString(name) {
 		return fmt.Errorf("%w: not valid UTF-8", ErrInvalidResource)
+	}
+	if name[0] == ' ' || name[len(name)-1] == ' ' {
+		return fmt.Errorf("%w: starts or ends with a space", ErrInvalidResource)
 	}
 	for _, r := range name {
 		if unicode.IsControl(r) || (unicode.IsSpace(r) && r != ' ') {

@@ -24,21 +24,32 @@ func (f *Fence) Acquire(ctx context.Context, name, holder string, ttl time.Durat
 		return g, err
 	}
 	// Over an exclusive store the cache must stay exact: hold the
-	// resource's lock across the grant, as Admit does across an advance.
+	// resource's lock across the grant, as Admit does across an advance,
+	// and mark the cache unready first. The grant is visible in the store
+	// (a lease read, a fence read) the moment it commits; from then until
+	// the cache holds its epoch, admissions must wait on the lock rather
+	// than answer from memory at the old epoch.
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	wasReady := st.ready.Load()
+	st.ready.Store(false)
 	g, err := f.store.Acquire(ctx, name, holder, ttl)
-	var unavailable *UnavailableError
-	if errors.As(err, &unavailable) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		// The outcome is unknown: reload from the store next time.
-		st.ready.Store(false)
+	switch {
+	case err == nil:
+		st.hwm.Store(g.Epoch)
+		st.ready.Store(true)
+	case isLeaseVerdict(err):
+		st.ready.Store(wasReady) // nothing changed
 	}
-	if err != nil {
-		return g, err
-	}
-	st.hwm.Store(g.Epoch)
-	st.ready.Store(true)
-	return g, nil
+	// Otherwise the outcome is unknown: reload from the store next time.
+	return g, err
+}
+
+// isLeaseVerdict reports whether err is a lease store's answer, after
+// which nothing changed, rather than a failure with an unknown outcome.
+func isLeaseVerdict(err error) bool {
+	var held *LeaseHeldError
+	return errors.As(err, &held) || errors.Is(err, ErrInvalidLease) || errors.Is(err, ErrInvalidResource)
 }
 
 // Renew renews a lease through the store; see LeaseStore.Renew.

@@ -5,11 +5,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fencegw/fencegw/internal/testpg"
 )
 
 // TestSIGHUPReloadsRoutes: a good reload swaps routes without dropping the
@@ -107,4 +110,70 @@ func newSlowUpstream(t *testing.T, release chan struct{}) string {
 	}))
 	t.Cleanup(s.Close)
 	return s.URL
+}
+
+// TestSIGHUPReloadOpensSourcesLate: a reload long after start-up still
+// opens the new routes' epoch sources (each open has its own deadline), and
+// the sources of the replaced routes are closed.
+func TestSIGHUPReloadOpensSourcesLate(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("psql"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("psql is required")
+		}
+		t.Skip("psql not installed")
+	}
+	dsn := testpg.Shared(t).NewDatabase(t)
+	psql(t, dsn, `CREATE TABLE leader_lease (name text PRIMARY KEY, holder text, epoch bigint NOT NULL DEFAULT 0,
+  expires_at timestamptz NOT NULL DEFAULT '-infinity');
+INSERT INTO leader_lease VALUES ('jobs', 'node-a', 3, now() + interval '1 hour');`)
+	with := func(app string) string {
+		sep := "?"
+		if strings.Contains(dsn, "?") {
+			sep = "&"
+		}
+		return dsn + sep + "application_name=" + app
+	}
+	sessions := func(app string) string {
+		return psql(t, dsn, "SELECT count(*) FROM pg_stat_activity WHERE application_name = '"+app+"'")
+	}
+	up := okUpstream(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "gw.yaml")
+	write := func(prefixes ...string) {
+		var b strings.Builder
+		fmt.Fprintf(&b, "store: %q\nstore_timeout: 1s\nroutes:\n", filepath.Join(dir, "s.db"))
+		for _, p := range prefixes {
+			fmt.Fprintf(&b, "  - prefix: %q\n    upstream: %q\n    tokens: raw\n    resource: jobs\n"+
+				"    epoch_source: {kind: postgres, dsn: %q}\n", p, up.URL, with("src"+strings.Trim(p, "/")))
+		}
+		os.WriteFile(cfg, []byte(b.String()), 0o600)
+	}
+	write("/a/")
+	started := time.Now()
+	p := start(t, "--config", cfg)
+	if s := post(t, p.proxy+"/a/x", "3", ""); s != http.StatusNoContent {
+		t.Fatalf("write through the first source = %d", s)
+	}
+	if n := sessions("srca"); n == "0" {
+		t.Fatal("the first source holds no session")
+	}
+	// The start-up deadline was 30 s; reload after it has passed.
+	time.Sleep(time.Until(started.Add(31 * time.Second)))
+	write("/b/")
+	p.cmd.Process.Signal(syscall.SIGHUP)
+	deadline := time.Now().Add(10 * time.Second)
+	for post(t, p.proxy+"/b/x", "3", "") != http.StatusNoContent {
+		if time.Now().After(deadline) || strings.Contains(p.stderr.String(), "reload refused") {
+			t.Fatalf("/b/ never served after a late SIGHUP:\n%s", p.stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	deadline = time.Now().Add(15 * time.Second)
+	for sessions("srca") != "0" {
+		if time.Now().After(deadline) {
+			t.Fatalf("the replaced route's source still holds %s sessions", sessions("srca"))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

@@ -154,8 +154,8 @@ func runGateway(ctx context.Context, c config.Config, reload func() (config.Conf
 	if err != nil {
 		return err
 	}
-	sources := &sourceOpener{ctx: openCtx, timeout: c.StoreTimeout.D()}
-	defer sources.Close()
+	sources := &sourceSet{timeout: c.StoreTimeout.D()}
+	defer func() { sources.Close() }()
 	var upstreamTransports []*http.Transport
 	defer func() {
 		for _, t := range upstreamTransports {
@@ -168,8 +168,8 @@ func runGateway(ctx context.Context, c config.Config, reload func() (config.Conf
 		upstreamTransports = append(upstreamTransports, t)
 		return t
 	}
-	deps := config.RouteDeps{Signed: auth.verifier, OpenSource: sources.open, Transport: newTransport}
-	table, err := routeTable(c, deps)
+	deps := config.RouteDeps{Signed: auth.verifier, Transport: newTransport}
+	table, err := routeTable(c, deps, sources)
 	if err != nil {
 		return err
 	}
@@ -233,7 +233,7 @@ wait:
 			api.Close()
 			return err
 		case <-hup:
-			reloadRoutes(c, reload, deps, routes, log)
+			sources = reloadRoutes(c, reload, deps, routes, sources, log)
 		case <-ctx.Done():
 			break wait
 		}
@@ -264,8 +264,10 @@ func newServer(c config.Config, h http.Handler, log *slog.Logger) *http.Server {
 	}
 }
 
-// routeTable builds the route table of c.
-func routeTable(c config.Config, deps config.RouteDeps) (*policy.Table, error) {
+// routeTable builds the route table of c, opening its epoch sources into
+// sources.
+func routeTable(c config.Config, deps config.RouteDeps, sources *sourceSet) (*policy.Table, error) {
+	deps.OpenSource = sources.open
 	routes, err := c.PolicyRoutes(deps)
 	if err != nil {
 		return nil, err
@@ -276,23 +278,30 @@ func routeTable(c config.Config, deps config.RouteDeps) (*policy.Table, error) {
 // reloadRoutes rereads the configuration and swaps in its routes. Requests
 // in flight finish on the routes they started with; connections stay open.
 // Only routes reload: other changes are reported and wait for a restart.
+// It returns the epoch sources now in force: the new table's after a
+// swap (the replaced ones are retired), the running ones after a refusal
+// (whatever the refused table opened is closed).
 func reloadRoutes(running config.Config, reload func() (config.Config, error), deps config.RouteDeps,
-	routes *gateway.Routes, log *slog.Logger) {
+	routes *gateway.Routes, sources *sourceSet, log *slog.Logger) *sourceSet {
+	next := &sourceSet{timeout: sources.timeout}
 	c, err := reload()
 	if err == nil {
 		var table *policy.Table
-		if table, err = routeTable(c, deps); err == nil {
+		if table, err = routeTable(c, deps, next); err == nil {
 			routes.Swap(table)
+			sources.retire()
 			log.Info("SIGHUP: routes reloaded", "routes", len(table.Routes()))
-			next, cur := c, running
-			next.Routes, cur.Routes = nil, nil
-			if !reflect.DeepEqual(next, cur) {
+			nc, cur := c, running
+			nc.Routes, cur.Routes = nil, nil
+			if !reflect.DeepEqual(nc, cur) {
 				log.Warn("SIGHUP: only routes reload; other changes take effect at the next restart")
 			}
-			return
+			return next
 		}
 	}
+	next.Close()
 	log.Error("SIGHUP: reload refused, the routes in force stay", "error", err.Error())
+	return sources
 }
 
 // tlsListener wraps ln in TLS when t is set.

@@ -14,19 +14,25 @@ import (
 	"github.com/fencegw/fencegw/tokens/source/pgsource"
 )
 
-// sourceOpener opens the routes' epoch sources and remembers them to close.
-type sourceOpener struct {
-	ctx     context.Context
+// openTimeout bounds opening one epoch source.
+const openTimeout = 30 * time.Second
+
+// sourceSet opens the epoch sources of one route table and closes them
+// together when that table is retired. Each open gets its own deadline, so
+// a reload long after start-up opens sources like the first load did.
+type sourceSet struct {
 	timeout time.Duration // bounds each check, as store_timeout bounds store calls
 	opened  []io.Closer
 }
 
 // open opens one route's epoch source; errors name the field.
-func (o *sourceOpener) open(field string, c *config.EpochSource) (tokens.EpochSource, error) {
+func (o *sourceSet) open(field string, c *config.EpochSource) (tokens.EpochSource, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
+	defer cancel()
 	var s source.Source
 	switch c.Kind {
 	case "postgres":
-		ps, err := pgsource.Open(o.ctx, pgsource.Options{DSN: c.DSN, Table: c.Table, NameColumn: c.NameColumn,
+		ps, err := pgsource.Open(ctx, pgsource.Options{DSN: c.DSN, Table: c.Table, NameColumn: c.NameColumn,
 			HolderColumn: c.HolderColumn, EpochColumn: c.EpochColumn, ExpiresColumn: c.ExpiresColumn})
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", field, err)
@@ -34,7 +40,7 @@ func (o *sourceOpener) open(field string, c *config.EpochSource) (tokens.EpochSo
 		o.opened = append(o.opened, ps)
 		s = ps
 	case "etcd":
-		es, err := etcdsource.Open(o.ctx, etcdsource.Options{Endpoints: c.Endpoints})
+		es, err := etcdsource.Open(ctx, etcdsource.Options{Endpoints: c.Endpoints})
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", field, err)
 		}
@@ -46,12 +52,24 @@ func (o *sourceOpener) open(field string, c *config.EpochSource) (tokens.EpochSo
 	return checker{s: source.Coalesce(s), timeout: o.timeout}, nil
 }
 
-func (o *sourceOpener) Close() error {
+// Close closes every source the set opened.
+func (o *sourceSet) Close() error {
 	var errs []error
 	for _, c := range o.opened {
 		errs = append(errs, c.Close())
 	}
+	o.opened = nil
 	return errors.Join(errs...)
+}
+
+// retire closes the set once requests that matched its table before a swap
+// can no longer be checking against it: each check is bounded by the
+// set's timeout.
+func (o *sourceSet) retire() {
+	if len(o.opened) == 0 {
+		return
+	}
+	time.AfterFunc(2*o.timeout+time.Second, func() { o.Close() })
 }
 
 // checker adapts an epoch source to the fence's verdicts: below the
@@ -66,7 +84,7 @@ func (c checker) Check(ctx context.Context, resource string, epoch int64) error 
 	defer cancel()
 	l, err := c.s.Current(ctx, resource)
 	if err != nil {
-		return fmt.Errorf("epoch source: %w", err)
+		return &tokens.UnavailableError{Op: "epoch source", Resource: resource, Err: err}
 	}
 	err = source.Check(l, resource, epoch)
 	var (

@@ -1,0 +1,309 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// recorder is an upstream that records every request line it receives.
+type recorder struct {
+	srv *httptest.Server
+	mu  sync.Mutex
+	got []string // "METHOD /escaped/path X-Tenant=v,v Fencing-Resource=r"
+}
+
+func newRecorder(t *testing.T) *recorder {
+	rec := &recorder{}
+	rec.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		line := fmt.Sprintf("%s %s X-Tenant=%s Fencing-Resource=%s", r.Method, r.URL.EscapedPath(),
+			strings.Join(r.Header.Values("X-Tenant"), ","), r.Header.Get("Fencing-Resource"))
+		rec.mu.Lock()
+		rec.got = append(rec.got, line)
+		rec.mu.Unlock()
+		w.WriteHeader(http.StatusCreated)
+	}))
+	t.Cleanup(rec.srv.Close)
+	return rec
+}
+
+func (r *recorder) lines() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.got...)
+}
+
+// rawExchange sends raw request bytes to addr and returns the status and
+// the problem type of the answer ("" if none).
+func rawExchange(t *testing.T, addr, raw string) (int, string) {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", strings.TrimPrefix(addr, "http://"), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(c, raw); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("read answer to %q: %v", raw, err)
+	}
+	defer resp.Body.Close()
+	var p struct {
+		Type string `json:"type"`
+	}
+	if resp.Header.Get("Content-Type") == "application/problem+json" {
+		json.NewDecoder(resp.Body).Decode(&p)
+	}
+	return resp.StatusCode, p.Type
+}
+
+func rawPost(method, target string, headers ...string) string {
+	return method + " " + target + " HTTP/1.1\r\nHost: gw\r\nConnection: close\r\nContent-Length: 2\r\n" +
+		strings.Join(headers, "\r\n") + "\r\n\r\nhi"
+}
+
+// TestEdgeRequestsThroughTheBinary: each way the issue found for a write
+// to reach the upstream as something other than what the fence checked is
+// refused by the built binary, and nothing refused reaches the upstream.
+func TestEdgeRequestsThroughTheBinary(t *testing.T) {
+	up := newRecorder(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "gw.yaml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf(`store: %q
+routes:
+  - {prefix: "/tenants", upstream: "%s/base", strip_prefix: true, tokens: raw, resource: "tenant-{segment:1}"}
+  - {prefix: "/docs/", upstream: %q, tokens: raw, resource: "doc-{segment:1}"}
+  - {prefix: "/hdr/", upstream: %q, tokens: raw, resource: "t-{header:X-Tenant}"}
+  - {prefix: "/m/", upstream: %q, tokens: raw, resource: "m", methods: [POST]}
+  - {prefix: "/", upstream: %q, tokens: raw}
+`, filepath.Join(dir, "s.db"), up.srv.URL, up.srv.URL, up.srv.URL, up.srv.URL, up.srv.URL)), 0o600)
+	p := start(t, "--config", cfg)
+
+	// Raise the fences the attacks would get around.
+	for _, raw := range []string{
+		rawPost("POST", "/tenants/42/pay", "Fencing-Token: 5"),
+		rawPost("POST", "/docs/a/x", "Fencing-Token: 5"),
+		rawPost("POST", "/hdr/x", "Fencing-Token: 5", "X-Tenant: 7"),
+		rawPost("POST", "/m/x", "Fencing-Token: 5"),
+	} {
+		if s, _ := rawExchange(t, p.proxy, raw); s != http.StatusCreated {
+			t.Fatalf("%q = %d", raw, s)
+		}
+	}
+	before := len(up.lines())
+	for _, c := range []struct {
+		name, raw string
+		status    int
+		problem   string
+	}{
+		{"lower-case method, no token", rawPost("post", "/m/x"), 400, "bad-method"},
+		{"mixed-case method, stale", rawPost("Post", "/m/x", "Fencing-Token: 1"), 400, "bad-method"},
+		{"lower-case delete", rawPost("delete", "/tenants/42/x"), 400, "bad-method"},
+		{"unknown method is a write", rawPost("PURGE", "/tenants/42/x"), 428, "token-required"},
+		// Not the /tenants route: the catch-all, which names no resource here.
+		{"prefix without its boundary", rawPost("POST", "/tenants../base/42/pay", "Fencing-Token: 1"), 400, "bad-resource"},
+		{"prefix glued to a name", rawPost("POST", "/tenantsX/42", "Fencing-Token: 1", "Fencing-Resource: x"), 201, ""},
+		{"encoded slash", rawPost("POST", "/docs/a%2Fb/x", "Fencing-Token: 1"), 400, "bad-path"},
+		{"encoded dots", rawPost("POST", "/docs/%2e%2e/x", "Fencing-Token: 1"), 400, "bad-path"},
+		{"encoded backslash", rawPost("POST", "/docs/a%5Cb", "Fencing-Token: 1"), 400, "bad-path"},
+		{"resource header in Connection", rawPost("POST", "/hdr/x", "Fencing-Token: 5", "X-Tenant: 7", "Connection: X-Tenant"), 400, "bad-resource"},
+		{"underscore twin", rawPost("POST", "/hdr/x", "Fencing-Token: 5", "X-Tenant: 7", "X_Tenant: 8"), 400, "bad-resource"},
+		{"repeated resource header", rawPost("POST", "/hdr/x", "Fencing-Token: 5", "X-Tenant: 7", "x-tenant: 8"), 400, "bad-resource"},
+		{"list value", rawPost("POST", "/hdr/x", "Fencing-Token: 5", "X-Tenant: 8, 7"), 400, "bad-resource"},
+	} {
+		s, typ := rawExchange(t, p.proxy, c.raw)
+		if s != c.status || (c.problem != "" && typ != "urn:fencegw:problem:"+c.problem) {
+			t.Errorf("%s: %d %s, want %d %s", c.name, s, typ, c.status, c.problem)
+		}
+	}
+	got := up.lines()[before:]
+	// Only the glued prefix reached the upstream: through the catch-all
+	// route, as its own resource.
+	if len(got) != 1 || !strings.HasPrefix(got[0], "POST /tenantsX/42 ") || !strings.HasSuffix(got[0], "Fencing-Resource=x") {
+		t.Fatalf("the upstream received %q, want only the glued prefix through the catch-all route", got)
+	}
+	// Stripping keeps one slash: /tenants/42/pay reached /base/42/pay.
+	if first := up.lines()[0]; !strings.HasPrefix(first, "POST /base/42/pay ") {
+		t.Fatalf("stripped path: %q", first)
+	}
+}
+
+// TestSignedTokenWithBadResourceIs400: an authentic token whose res is not
+// a valid resource name is a client error, not a store failure.
+func TestSignedTokenWithBadResourceIs400(t *testing.T) {
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "signing.pem")
+	if _, stderr, code := runCLI(t, "keys", "generate", "--out", keyFile); code != 0 {
+		t.Fatalf("keys generate: %s", stderr)
+	}
+	up := newRecorder(t)
+	cfg := filepath.Join(dir, "gw.yaml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf("store: %q\nsigning:\n  key_file: %q\nroutes:\n  - prefix: /s/\n    upstream: %q\n",
+		filepath.Join(dir, "s.db"), keyFile, up.srv.URL)), 0o600)
+	p := start(t, "--config", cfg)
+	resp, err := http.Get(p.api + "/.well-known/jwks.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var set struct {
+		Keys []struct {
+			Kid string `json:"kid"`
+		} `json:"keys"`
+	}
+	json.NewDecoder(resp.Body).Decode(&set)
+	resp.Body.Close()
+	pem, _ := os.ReadFile(keyFile)
+	key, err := jwt.ParseEdPrivateKeyFromPEM(pem)
+	if err != nil || len(set.Keys) != 1 {
+		t.Fatalf("key: %v, %d published", err, len(set.Keys))
+	}
+	now := time.Now()
+	tok := jwt.NewWithClaims(jwt.SigningMethodEdDSA, jwt.MapClaims{"iss": "fencegw", "aud": "fencegw", "sub": "node-a",
+		"res": " padded", "epoch": 1, "iat": now.Unix(), "exp": now.Add(time.Minute).Unix()})
+	tok.Header["kid"] = set.Keys[0].Kid
+	signed, err := tok.SignedString(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, typ := rawExchange(t, p.proxy, rawPost("POST", "/s/x", "Fencing-Token: "+signed))
+	if s != http.StatusBadRequest || typ != "urn:fencegw:problem:bad-resource" {
+		t.Fatalf("token for res %q = %d %s, want 400 bad-resource", " padded", s, typ)
+	}
+	if got := up.lines(); len(got) != 0 {
+		t.Fatalf("the upstream received %q", got)
+	}
+}
+
+// TestEpochSourceResourceMustNotBeTheClients: config validation refuses a
+// route whose epoch source the client could choose.
+func TestEpochSourceResourceMustNotBeTheClients(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct{ resource, source, want string }{
+		{"{header:X-Election}", `{kind: postgres, dsn: "postgres://app@db/app"}`,
+			"routes[0].resource: must not use {header:…} with an epoch_source"},
+		{"job-{segment:1}", `{kind: etcd, endpoints: ["127.0.0.1:2379"], prefix: /election/x}`,
+			"routes[0].resource: must be a fixed name with an etcd epoch_source"},
+	} {
+		resource, want := c.resource, c.want
+		cfg := filepath.Join(dir, "gw.yaml")
+		os.WriteFile(cfg, []byte(fmt.Sprintf(`routes:
+  - prefix: /e/
+    upstream: http://127.0.0.1:9
+    tokens: raw
+    resource: %q
+    epoch_source: %s
+`, resource, c.source)), 0o600)
+		_, stderr, code := runCLI(t, "config", "validate", cfg)
+		if code != 1 || !strings.Contains(stderr, want) {
+			t.Errorf("resource %q: exit %d %s, want %q", resource, code, stderr, want)
+		}
+	}
+}
+
+// TestGrantVisibleMeansFenced: on the embedded store, once any reader can
+// see a grant (a lease read shows its epoch), a write at the epoch it
+// replaced is refused. Pollers read the lease while leases change hands;
+// each time one sees epoch E+1 it writes at E at once and must get 412.
+func TestGrantVisibleMeansFenced(t *testing.T) {
+	up := newRecorder(t)
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "signing.pem")
+	if _, stderr, code := runCLI(t, "keys", "generate", "--out", keyFile); code != 0 {
+		t.Fatalf("keys generate: %s", stderr)
+	}
+	cfg := filepath.Join(dir, "gw.yaml")
+	os.WriteFile(cfg, []byte(fmt.Sprintf("store: %q\nsigning:\n  key_file: %q\nroutes:\n  - prefix: /s/\n    upstream: %q\n",
+		filepath.Join(dir, "s.db"), keyFile, up.srv.URL)), 0o600)
+	p := start(t, "--config", cfg)
+	type grant struct {
+		Epoch int64  `json:"epoch"`
+		Token string `json:"token"`
+	}
+	lease := func(op, holder string, epoch int64) grant {
+		body := fmt.Sprintf(`{"holder":%q,"ttl_seconds":30}`, holder)
+		if op != "acquire" {
+			body = fmt.Sprintf(`{"holder":%q,"epoch":%d}`, holder, epoch)
+		}
+		resp, err := http.Post(p.api+"/v1/leases/jobs/"+op, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var g grant
+		json.NewDecoder(resp.Body).Decode(&g)
+		if resp.StatusCode/100 != 2 {
+			t.Fatalf("%s by %s: %d", op, holder, resp.StatusCode)
+		}
+		return g
+	}
+	var (
+		mu     sync.Mutex
+		tokens = map[int64]string{}
+		bad    []string
+		checks int
+	)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := 0; i < 2; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				resp, err := http.Get(p.api + "/v1/leases/jobs")
+				if err != nil {
+					continue
+				}
+				var g grant
+				json.NewDecoder(resp.Body).Decode(&g)
+				resp.Body.Close()
+				mu.Lock()
+				old := tokens[g.Epoch-1]
+				mu.Unlock()
+				if old == "" {
+					continue
+				}
+				s, _ := rawExchange(t, p.proxy, rawPost("POST", "/s/x", "Fencing-Token: "+old))
+				mu.Lock()
+				checks++
+				if s != http.StatusPreconditionFailed {
+					bad = append(bad, fmt.Sprintf("epoch %d after epoch %d was visible: %d", g.Epoch-1, g.Epoch, s))
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	holders := []string{"node-a", "node-b"}
+	for i := 0; i < 40; i++ {
+		g := lease("acquire", holders[i%2], 0)
+		mu.Lock()
+		tokens[g.Epoch] = g.Token
+		mu.Unlock()
+		lease("release", holders[i%2], g.Epoch)
+	}
+	close(stop)
+	wg.Wait()
+	if len(bad) > 0 || checks == 0 {
+		t.Fatalf("%d checks; refused late: %q", checks, bad)
+	}
+}

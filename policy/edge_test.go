@@ -1,0 +1,149 @@
+package policy_test
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/fencegw/fencegw/policy"
+)
+
+func TestSubpathAtSegmentBoundary(t *testing.T) {
+	cases := []struct {
+		prefix, path, want string
+		ok                 bool
+	}{
+		{"/tenants", "/tenants", "/", true},
+		{"/tenants", "/tenants/42/pay", "/42/pay", true},
+		{"/tenants", "/tenants/", "/", true},
+		{"/tenants", "/tenants..", "", false},
+		{"/tenants", "/tenants../base/42", "", false},
+		{"/tenants", "/tenantsX", "", false},
+		{"/email/", "/email/send", "/send", true},
+		{"/email/", "/email/", "/", true},
+		{"/email/", "/email", "", false},
+		{"/", "/x/y", "/x/y", true},
+	}
+	for _, c := range cases {
+		got, ok := policy.Subpath(c.path, c.prefix)
+		if got != c.want || ok != c.ok {
+			t.Errorf("Subpath(%q, %q) = %q, %v; want %q, %v", c.path, c.prefix, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+func TestFencedMethodsDefaultToEveryWrite(t *testing.T) {
+	r := route("", "/")
+	r.Methods = nil
+	for _, m := range []string{"POST", "PUT", "PATCH", "DELETE", "PURGE", "PROPFIND", "M-SEARCH", "TRACE"} {
+		if !r.Fenced(m) {
+			t.Errorf("%s not fenced by default", m)
+		}
+	}
+	r.Methods = []string{"POST"}
+	if r.Fenced("PUT") || !r.Fenced("POST") {
+		t.Error("a route's own list is not what it fences")
+	}
+}
+
+func TestCheckMethod(t *testing.T) {
+	for _, ok := range []string{"POST", "M-SEARCH", "PURGE"} {
+		if err := policy.CheckMethod(ok); err != nil {
+			t.Errorf("CheckMethod(%q) = %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"post", "Post", "pOST", "delete", ""} {
+		if err := policy.CheckMethod(bad); !errors.Is(err, policy.ErrBadMethod) {
+			t.Errorf("CheckMethod(%q) = %v, want ErrBadMethod", bad, err)
+		}
+	}
+}
+
+func TestCheckEscapedPath(t *testing.T) {
+	for _, ok := range []string{"/a/b", "/a%41", "/100%25", "/a%20b", "/%3F"} {
+		if err := policy.CheckEscapedPath(ok); err != nil {
+			t.Errorf("CheckEscapedPath(%q) = %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"/a%2Fb", "/a%2fb", "/%2E%2E/x", "/%2e", "/a%5Cb", "/a%5c", "/x%41%2F"} {
+		if err := policy.CheckEscapedPath(bad); !errors.Is(err, policy.ErrUncleanPath) {
+			t.Errorf("CheckEscapedPath(%q) = %v, want ErrUncleanPath", bad, err)
+		}
+	}
+	if err := policy.CheckPath("/a\x00b"); !errors.Is(err, policy.ErrUncleanPath) {
+		t.Errorf("a NUL in the path: %v", err)
+	}
+}
+
+func TestResourceHeaderMustBeUnambiguous(t *testing.T) {
+	tm, err := policy.ParseTemplate("t-{header:X-Tenant}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name   string
+		header http.Header
+		want   error
+	}{
+		{"one value", http.Header{"X-Tenant": {"7"}}, nil},
+		{"underscore twin", http.Header{"X-Tenant": {"7"}, "X_tenant": {"8"}}, policy.ErrAmbiguousHeader},
+		{"upper-case twin", http.Header{"X-Tenant": {"7"}, "X_TENANT": {"7"}}, policy.ErrAmbiguousHeader},
+		{"in Connection", http.Header{"X-Tenant": {"7"}, "Connection": {"keep-alive, x-tenant"}}, policy.ErrAmbiguousHeader},
+		{"underscore in Connection", http.Header{"X-Tenant": {"7"}, "Connection": {"X_Tenant"}}, policy.ErrAmbiguousHeader},
+		{"a list", http.Header{"X-Tenant": {"7,8"}}, policy.ErrAmbiguousHeader},
+		{"repeated", http.Header{"X-Tenant": {"7", "8"}}, policy.ErrUnresolved},
+		{"only a twin", http.Header{"X_tenant": {"7"}}, policy.ErrUnresolved},
+	}
+	for _, c := range cases {
+		req := httptest.NewRequest("POST", "/x", nil)
+		req.Header = c.header
+		got, err := tm.Render(req, "/")
+		if c.want == nil {
+			if err != nil || got != "t-7" {
+				t.Errorf("%s: %q, %v", c.name, got, err)
+			}
+			continue
+		}
+		if !errors.Is(err, c.want) {
+			t.Errorf("%s: %q, %v; want %v", c.name, got, err, c.want)
+		}
+	}
+}
+
+func TestTemplateRefusesHeadersTheProxyRewrites(t *testing.T) {
+	for _, h := range []string{"Connection", "keep-alive", "Transfer-Encoding", "Upgrade", "TE", "Host", "Content-Length",
+		"Fencing-Token", "fencing_epoch", "Proxy-Connection"} {
+		if _, err := policy.ParseTemplate("x-{header:" + h + "}"); err == nil || !strings.Contains(err.Error(), "cannot name a resource") {
+			t.Errorf("{header:%s}: %v", h, err)
+		}
+	}
+}
+
+func FuzzSubpath(f *testing.F) {
+	for _, s := range [][2]string{{"/tenants/42", "/tenants"}, {"/email/x", "/email/"}, {"/tenants..", "/tenants"}} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, path, prefix string) {
+		if prefix == "" || prefix[0] != '/' {
+			return
+		}
+		sub, ok := policy.Subpath(path, prefix)
+		if !ok {
+			return
+		}
+		if path == strings.TrimSuffix(prefix, "/") && sub == "/" {
+			return // the prefix itself
+		}
+		// The subpath is the path's tail, starting with "/", and what lies
+		// before it is exactly the prefix, up to its boundary.
+		if sub == "" || sub[0] != '/' || !strings.HasSuffix(path, sub) {
+			t.Fatalf("Subpath(%q, %q) = %q", path, prefix, sub)
+		}
+		head := strings.TrimSuffix(path, sub)
+		if head != strings.TrimSuffix(prefix, "/") {
+			t.Fatalf("Subpath(%q, %q) = %q: %q is not the prefix at a boundary", path, prefix, sub, head)
+		}
+	})
+}
