@@ -36,8 +36,8 @@ import (
 // the resource back from what it received.
 type edgeRoute struct {
 	prefix, resource, base string // base: the upstream path the route sends to
-	strip                      bool
-	methods                    []string
+	strip                  bool
+	methods                []string
 	// read names the resource from the upstream's view of the request,
 	// given the path below base; ok false when it cannot.
 	read func(sub string, h http.Header) (string, bool)
@@ -47,7 +47,9 @@ var edgeRoutes = []edgeRoute{
 	{prefix: "/tenants", resource: "tenant-{segment:1}", base: "/r1", strip: true,
 		read: func(sub string, _ http.Header) (string, bool) { return segmentAsMux(sub, 1, "tenant-") }},
 	{prefix: "/docs/", resource: "doc-{segment:1}", base: "/r2",
-		read: func(sub string, _ http.Header) (string, bool) { return segmentAsMux(strings.TrimPrefix(sub, "/docs"), 1, "doc-") }},
+		read: func(sub string, _ http.Header) (string, bool) {
+			return segmentAsMux(strings.TrimPrefix(sub, "/docs"), 1, "doc-")
+		}},
 	{prefix: "/hdr/", resource: "t-{header:X-Tenant}", base: "/r3", strip: true,
 		read: func(_ string, h http.Header) (string, bool) { return headerAsLenient(h, "X-Tenant", "t-") }},
 	{prefix: "/any/", base: "/r4",
