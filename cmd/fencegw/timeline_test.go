@@ -121,6 +121,20 @@ func TestSeedTimelineWithProcesses(t *testing.T) {
 		}
 	}
 
+	// Freeze node-a between jobs (a pause strikes while it works, as in the
+	// seed), not with a write in flight: right after a write returned, it
+	// sleeps its 300 ms job before the next.
+	writes := func() int {
+		n := 0
+		for _, ev := range a.snapshot() {
+			if ev["event"] == "write" {
+				n++
+			}
+		}
+		return n
+	}
+	seen := writes()
+	a.await(t, "node-a's next write", func(map[string]any) bool { return writes() > seen })
 	if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
