@@ -2,10 +2,10 @@ package gateway
 
 import (
 	"bytes"
+	"encoding/binary"
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 )
 
 // requestLine checks method SP request-target SP HTTP-version (no CRLF).
@@ -92,12 +92,30 @@ func (s *framingScanner) field(b []byte) (name, value []byte, err error) {
 		return nil, nil, s.fail(http.StatusBadRequest, "an empty field name in %s", quote(b))
 	}
 	name, value = b[:i], trimOWS(b[i+1:])
-	for _, c := range value {
-		if c < ' ' && c != '\t' || c == 0x7f {
-			return nil, nil, s.fail(http.StatusBadRequest, "a control character in the value of the field %s", quote(name))
-		}
+	if !validFieldValue(value) {
+		return nil, nil, s.fail(http.StatusBadRequest, "a control character in the value of the field %s", quote(name))
 	}
 	return name, value, nil
+}
+
+// validFieldValue reports whether v holds no control character but HTAB
+// (RFC 9110 section 5.5), eight bytes at a time.
+func validFieldValue(v []byte) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for len(v) >= 8 {
+		x := binary.LittleEndian.Uint64(v)
+		// Some byte below 0x20, or some byte 0x7f (zero after the xor)?
+		if y := x ^ 0x7f*ones; (x-0x20*ones)&^x&highs != 0 || (y-ones)&^y&highs != 0 {
+			break // look closer: HTAB is allowed
+		}
+		v = v[8:]
+	}
+	for _, c := range v {
+		if c < ' ' && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // headerField checks a header field line and records the fields that
@@ -278,8 +296,29 @@ func isAlnum(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
 }
 
+// Byte classes as 128-bit masks: lo holds bytes 0-63, hi bytes 64-127.
+const (
+	digitsLo  = (1<<10 - 1) << '0'
+	lettersHi = (1<<26-1)<<('A'-64) | (1<<26-1)<<('a'-64)
+	// tchar (RFC 9110 section 5.6.2).
+	tcharLo = digitsLo | 1<<'!' | 1<<'#' | 1<<'$' | 1<<'%' | 1<<'&' | 1<<'\'' | 1<<'*' | 1<<'+' | 1<<'-' | 1<<'.'
+	tcharHi = lettersHi | 1<<('^'-64) | 1<<('_'-64) | 1<<('`'-64) | 1<<('|'-64) | 1<<('~'-64)
+	// net/http's bytes allowed in a Host value.
+	hostLo = digitsLo | 1<<'!' | 1<<'$' | 1<<'%' | 1<<'&' | 1<<'\'' | 1<<'(' | 1<<')' | 1<<'*' | 1<<'+' | 1<<',' |
+		1<<'-' | 1<<'.' | 1<<':' | 1<<';' | 1<<'='
+	hostHi = lettersHi | 1<<('['-64) | 1<<(']'-64) | 1<<('_'-64) | 1<<('~'-64)
+)
+
+func inClass(c byte, lo, hi uint64) bool {
+	m := lo
+	if c >= 64 {
+		m = hi
+	}
+	return c < 128 && m>>(c&63)&1 != 0
+}
+
 // isTchar reports whether c may appear in a token (RFC 9110 section 5.6.2).
-func isTchar(c byte) bool { return isAlnum(c) || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0 }
+func isTchar(c byte) bool { return inClass(c, tcharLo, tcharHi) }
 
 func tokenLen(b []byte) int {
 	n := 0
@@ -291,8 +330,8 @@ func tokenLen(b []byte) int {
 
 func isToken(b []byte) bool { return len(b) > 0 && tokenLen(b) == len(b) }
 
-// isHostByte is net/http's set of bytes allowed in a Host value.
-func isHostByte(c byte) bool { return isAlnum(c) || strings.IndexByte("!$%&'()*+,-.:;=[]_~", c) >= 0 }
+// isHostByte reports whether net/http allows c in a Host value.
+func isHostByte(c byte) bool { return inClass(c, hostLo, hostHi) }
 
 func isQdtext(c byte) bool {
 	return c == '\t' || c == ' ' || c == 0x21 || 0x23 <= c && c <= 0x5b || 0x5d <= c && c <= 0x7e || c >= 0x80
