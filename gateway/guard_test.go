@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"crypto/tls"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -109,7 +110,8 @@ func (c countingConn) Read(p []byte) (int, error) {
 
 // guardedGateway serves the gateway the way fencegw serve does: an
 // http.Server with ConnContext on a GuardListener, /email/ routed to up
-// with raw epochs and the resource from Fencing-Resource.
+// with raw epochs and the resource from Fencing-Resource. Every exchange
+// is checked against openapi.yaml.
 func guardedGateway(t *testing.T, up *rawUpstream, tc *tls.Config) string {
 	t.Helper()
 	u, _ := url.Parse(up.srv.URL)
@@ -131,7 +133,7 @@ func guardedGateway(t *testing.T, up *rawUpstream, tc *tls.Config) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: h, ConnContext: gateway.ConnContext, MaxHeaderBytes: 4096, ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: trafficChecker(t).Proxy(t.Name(), h), ConnContext: gateway.ConnContext, MaxHeaderBytes: 4096, ReadHeaderTimeout: 5 * time.Second}
 	gl := gateway.GuardListener(ln, gateway.GuardOptions{MaxHeaderBytes: 4096, TLS: tc})
 	done := make(chan struct{})
 	go func() { srv.Serve(gl); close(done) }()
@@ -346,5 +348,41 @@ func TestGuardedUpgrade(t *testing.T) {
 				t.Fatalf("echoed %q %v, want %q", got, err, want)
 			}
 		})
+	}
+}
+
+// TestGuardedHeadLimit: a head of exactly MaxHeaderBytes plus 4 KiB is
+// served (net/http's own allowance); one byte more is refused with the
+// problem, not net/http's plain-text 431.
+func TestGuardedHeadLimit(t *testing.T) {
+	up := newRawUpstream(t)
+	addr := guardedGateway(t, up, nil) // MaxHeaderBytes 4096
+	head := func(n int) string {
+		h := "GET /email/x HTTP/1.1\r\nHost: gw\r\nConnection: close\r\nX-Pad: \r\n\r\n"
+		return strings.Replace(h, "X-Pad: ", "X-Pad: "+strings.Repeat("p", n-len(h)), 1)
+	}
+	if got := exchange(t, tcpDial(addr), head(4096+4096)); len(got) != 1 || got[0].status != http.StatusCreated {
+		t.Fatalf("a head at the limit: %+v", got)
+	}
+	checkRefused(t, exchange(t, tcpDial(addr), head(4096+4096+1)), http.StatusRequestHeaderFieldsTooLarge, gateway.TypeHeaderTooLarge)
+}
+
+// TestGuardedRequestsNetHTTPAnswersItself: requests net/http answers
+// without the handler (OPTIONS *) or that refuse an upgrade do not shift
+// which request is the synthetic one, nor stop scanning.
+func TestGuardedRequestsNetHTTPAnswersItself(t *testing.T) {
+	up := newRawUpstream(t)
+	addr := guardedGateway(t, up, nil)
+	got := exchange(t, tcpDial(addr), "OPTIONS * HTTP/1.1\r\nHost: gw\r\n\r\n"+
+		"GET /nowhere/ HTTP/1.1\r\nHost: gw\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n"+
+		"GET /email/a HTTP/1.1\r\nHost: gw\r\n\r\n"+
+		"OPTIONS * HTTP/1.1\r\nHost: gw\r\n\r\n"+
+		fencedPost+"Content-Length: 1\r\nContent-Length: 1\r\n\r\nx")
+	var statuses []int
+	for _, a := range got {
+		statuses = append(statuses, a.status)
+	}
+	if len(got) != 5 || fmt.Sprint(statuses) != "[200 404 201 200 400]" || got[4].problem["type"] != gateway.TypeBadFraming {
+		t.Fatalf("answers %+v, want 200 404 201 200 and the framing problem", got)
 	}
 }
