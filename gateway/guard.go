@@ -27,8 +27,11 @@ type connState struct {
 	// pausedAt) until that request is answered without a hijack.
 	paused   atomic.Bool
 	pausedAt atomic.Int64
-	// violation is the framing violation found on the connection, if any.
+	// violation is the violation the synthetic request answers.
 	violation atomic.Pointer[FramingError]
+	// cutOff is a violation found in the body of the request being read,
+	// whose head was handed over: that request's body read fails.
+	cutOff atomic.Pointer[FramingError]
 	// synthetic is 1 + the index of the synthetic request among the
 	// connection's requests, 0 while there is none.
 	synthetic atomic.Int64
@@ -192,7 +195,7 @@ func (c *guardConn) fill(paused bool) error {
 	if paused && len(c.buf)-c.off >= c.maxHeld {
 		fe := &FramingError{Status: http.StatusBadRequest,
 			Detail: "too many bytes sent after an upgrade request before its answer"}
-		c.st.violation.Store(fe)
+		c.st.cutOff.Store(fe)
 		c.fail = fe
 		return fe
 	}
@@ -252,12 +255,13 @@ func (c *guardConn) scan(data []byte, base int64) (int, int64) {
 // its head was not handed over yet (the synthetic request follows), what
 // was handed over otherwise (Read fails from now on).
 func (c *guardConn) violate(fe *FramingError) int64 {
-	c.st.violation.Store(fe)
 	start := c.sc.msgStart
 	if c.handed > start {
+		c.st.cutOff.Store(fe)
 		c.fail = fe
 		return c.handed
 	}
+	c.st.violation.Store(fe)
 	before := c.heads
 	if c.counted {
 		before--

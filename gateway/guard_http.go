@@ -3,6 +3,7 @@ package gateway
 import (
 	"bufio"
 	"context"
+	"log/slog"
 	"net"
 	"net/http"
 )
@@ -26,11 +27,13 @@ func connStateFrom(ctx context.Context) *connState {
 	return st
 }
 
-// framingViolation returns the violation found on the request's
-// connection, if any.
-func framingViolation(ctx context.Context) *FramingError {
+// bodyViolation returns the violation that cut off the body of the
+// request being served, if any. (A violation found in a later, pipelined
+// request is answered by the synthetic request, and does not concern this
+// one.)
+func bodyViolation(ctx context.Context) *FramingError {
 	if st := connStateFrom(ctx); st != nil {
-		return st.violation.Load()
+		return st.cutOff.Load()
 	}
 	return nil
 }
@@ -43,31 +46,35 @@ func framingViolation(ctx context.Context) *FramingError {
 // a request like any other. It restores r.TLS when the guard terminated TLS,
 // and gives the handlers a ResponseWriter whose Hijack turns the
 // connection into a pass-through.
-func guarded(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		st := connStateFrom(r.Context())
-		if st == nil {
-			next.ServeHTTP(w, r)
-			return
-		}
-		i := int64(-1) // OPTIONS * is not counted: net/http usually answers it itself
-		if r.Method != http.MethodOptions || r.RequestURI != "*" {
-			i = st.served.Add(1) - 1
-		}
-		if fe := st.syntheticFor(i); fe != nil {
-			writeFramingProblem(w, r, fe)
-			return
-		}
-		if st.tls != nil && r.TLS == nil {
-			r = r.WithContext(r.Context()) // a shallow copy
-			r.TLS = st.tls
-		}
-		gw := &guardWriter{ResponseWriter: w, st: st}
-		next.ServeHTTP(gw, r)
-		if !gw.hijacked {
-			st.requestDone(i)
-		}
-	})
+func guarded(log *slog.Logger) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			st := connStateFrom(r.Context())
+			if st == nil {
+				next.ServeHTTP(w, r)
+				return
+			}
+			i := int64(-1) // OPTIONS * is not counted: net/http usually answers it itself
+			if r.Method != http.MethodOptions || r.RequestURI != "*" {
+				i = st.served.Add(1) - 1
+			}
+			if fe := st.syntheticFor(i); fe != nil {
+				log.LogAttrs(r.Context(), slog.LevelWarn, "request framing violated", slog.String("remote", r.RemoteAddr),
+					slog.Int("status", fe.Status), slog.String("error", fe.Detail))
+				writeFramingProblem(w, r, fe)
+				return
+			}
+			if st.tls != nil && r.TLS == nil {
+				r = r.WithContext(r.Context()) // a shallow copy
+				r.TLS = st.tls
+			}
+			gw := &guardWriter{ResponseWriter: w, st: st}
+			next.ServeHTTP(gw, r)
+			if !gw.hijacked {
+				st.requestDone(i)
+			}
+		})
+	}
 }
 
 // guardWriter is the ResponseWriter of guarded requests. It is the

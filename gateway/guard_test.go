@@ -110,13 +110,16 @@ func (c countingConn) Read(p []byte) (int, error) {
 
 // guardedGateway serves the gateway the way fencegw serve does: an
 // http.Server with ConnContext on a GuardListener, /email/ routed to up
-// with raw epochs and the resource from Fencing-Resource. Every exchange
+// with raw epochs and the resource from Fencing-Resource, /down/ to an
+// upstream that is not there. Every exchange
 // is checked against openapi.yaml.
 func guardedGateway(t *testing.T, up *rawUpstream, tc *tls.Config) string {
 	t.Helper()
 	u, _ := url.Parse(up.srv.URL)
+	down, _ := url.Parse("http://127.0.0.1:1") // nothing listens there
 	table, err := policy.NewTable([]*policy.Route{{Prefix: "/email/", Upstream: u, Tokens: policy.TokensRaw,
-		Verifier: tokens.RawVerifier{}, Methods: policy.DefaultFencedMethods}})
+		Verifier: tokens.RawVerifier{}, Methods: policy.DefaultFencedMethods},
+		{Prefix: "/down/", Upstream: down, Tokens: policy.TokensRaw, Verifier: tokens.RawVerifier{}, Methods: policy.DefaultFencedMethods}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -384,5 +387,19 @@ func TestGuardedRequestsNetHTTPAnswersItself(t *testing.T) {
 	}
 	if len(got) != 5 || fmt.Sprint(statuses) != "[200 404 201 200 400]" || got[4].problem["type"] != gateway.TypeBadFraming {
 		t.Fatalf("answers %+v, want 200 404 201 200 and the framing problem", got)
+	}
+}
+
+// TestFramingViolationBehindAFailingRequest: a violation found in a
+// pipelined request while the one before it is proxied does not change
+// that one's answer.
+func TestFramingViolationBehindAFailingRequest(t *testing.T) {
+	up := newRawUpstream(t)
+	addr := guardedGateway(t, up, nil)
+	got := exchange(t, tcpDial(addr), "GET /down/x HTTP/1.1\r\nHost: gw\r\n\r\n"+
+		fencedPost+"Content-Length: 1\r\nContent-Length: 1\r\n\r\nx")
+	if len(got) != 2 || got[0].status != http.StatusBadGateway || got[0].problem["type"] != gateway.TypeUpstreamFailed ||
+		got[1].status != http.StatusBadRequest || got[1].problem["type"] != gateway.TypeBadFraming {
+		t.Fatalf("answers %+v, want 502 upstream-unavailable, then bad-framing", got)
 	}
 }
