@@ -6,6 +6,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
+	"sync"
 	"sync/atomic"
 )
 
@@ -23,10 +25,13 @@ type connState struct {
 	tls *tls.ConnectionState
 	// passThrough: the connection was hijacked; its bytes are no longer HTTP.
 	passThrough atomic.Bool
-	// paused: scanning waits at the end of an upgrade request (index
-	// pausedAt) until that request is answered without a hijack.
+	// paused: scanning waits at the end of an upgrade request (pausedAt)
+	// until that request is answered without a hijack; mu orders pausing
+	// against answering (done counts the requests answered).
 	paused   atomic.Bool
-	pausedAt atomic.Int64
+	mu       sync.Mutex
+	pausedAt int64
+	done     int64
 	// violation is the violation the synthetic request answers.
 	violation atomic.Pointer[FramingError]
 	// cutOff is a violation found in the body of the request being read,
@@ -47,9 +52,26 @@ func (st *connState) syntheticFor(i int64) *FramingError {
 	return nil
 }
 
-// requestDone lets scanning go on after request i, if it waited there.
+// pause makes scanning wait after request i, unless i was answered
+// already (before its body was read); it reports whether it did.
+func (st *connState) pause(i int64) bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if i < st.done {
+		return false
+	}
+	st.pausedAt = i
+	st.paused.Store(true)
+	return true
+}
+
+// requestDone records that request i was answered without a hijack, and
+// lets scanning go on if it waited there.
 func (st *connState) requestDone(i int64) {
-	if st.paused.Load() && st.pausedAt.Load() == i {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.done = max(st.done, i+1)
+	if st.paused.Load() && st.pausedAt == i {
 		st.paused.Store(false)
 	}
 }
@@ -205,9 +227,7 @@ func (c *guardConn) fill(paused bool) error {
 		c.safe -= c.off
 		c.off = 0
 	}
-	if cap(c.buf)-len(c.buf) < 4096 {
-		c.buf = append(c.buf, make([]byte, 4096)...)[:len(c.buf)]
-	}
+	c.buf = slices.Grow(c.buf, 4096)
 	n, err := c.Conn.Read(c.buf[len(c.buf):cap(c.buf)])
 	c.buf = c.buf[:len(c.buf)+n]
 	if n > 0 && !paused {
@@ -240,9 +260,7 @@ func (c *guardConn) scan(data []byte, base int64) (int, int64) {
 		if ev&evMessage != 0 {
 			upgrade := c.sc.req.upgrade && c.counted
 			c.counted = false
-			if upgrade {
-				c.st.pausedAt.Store(c.heads - 1)
-				c.st.paused.Store(true)
+			if upgrade && c.st.pause(c.heads-1) {
 				break
 			}
 		}

@@ -379,14 +379,16 @@ func TestGuardedRequestsNetHTTPAnswersItself(t *testing.T) {
 	got := exchange(t, tcpDial(addr), "OPTIONS * HTTP/1.1\r\nHost: gw\r\n\r\n"+
 		"GET /nowhere/ HTTP/1.1\r\nHost: gw\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n"+
 		"GET /email/a HTTP/1.1\r\nHost: gw\r\n\r\n"+
+		// Refused before its body is read: net/http reads the body after.
+		"POST /email/b HTTP/1.1\r\nHost: gw\r\nConnection: Upgrade\r\nUpgrade: echo\r\nContent-Length: 5\r\n\r\nhello"+
 		"OPTIONS * HTTP/1.1\r\nHost: gw\r\n\r\n"+
 		fencedPost+"Content-Length: 1\r\nContent-Length: 1\r\n\r\nx")
 	var statuses []int
 	for _, a := range got {
 		statuses = append(statuses, a.status)
 	}
-	if len(got) != 5 || fmt.Sprint(statuses) != "[200 404 201 200 400]" || got[4].problem["type"] != gateway.TypeBadFraming {
-		t.Fatalf("answers %+v, want 200 404 201 200 and the framing problem", got)
+	if len(got) != 6 || fmt.Sprint(statuses) != "[200 404 201 428 200 400]" || got[5].problem["type"] != gateway.TypeBadFraming {
+		t.Fatalf("answers %+v, want 200 404 201 428 200 and the framing problem", got)
 	}
 }
 
@@ -401,5 +403,18 @@ func TestFramingViolationBehindAFailingRequest(t *testing.T) {
 	if len(got) != 2 || got[0].status != http.StatusBadGateway || got[0].problem["type"] != gateway.TypeUpstreamFailed ||
 		got[1].status != http.StatusBadRequest || got[1].problem["type"] != gateway.TypeBadFraming {
 		t.Fatalf("answers %+v, want 502 upstream-unavailable, then bad-framing", got)
+	}
+}
+
+// TestGuardedUpgradeRefusedBeforeItsBody: an upgrade request answered
+// before its body arrived does not hold up the requests after it.
+func TestGuardedUpgradeRefusedBeforeItsBody(t *testing.T) {
+	up := newRawUpstream(t)
+	addr := guardedGateway(t, up, nil)
+	got := exchange(t, tcpDial(addr),
+		"POST /email/b HTTP/1.1\r\nHost: gw\r\nConnection: Upgrade\r\nUpgrade: echo\r\nContent-Length: 5\r\n\r\n",
+		"hello"+"GET /email/a HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n\r\n")
+	if len(got) != 2 || got[0].status != http.StatusPreconditionRequired || got[1].status != http.StatusCreated {
+		t.Fatalf("answers %+v, want 428 then 201", got)
 	}
 }
