@@ -19,8 +19,9 @@ import (
 
 // BenchmarkProxy compares, side by side in one run, a bare
 // httputil.ReverseProxy (the baseline) with fencegw admitting writes at the
-// current epoch and refusing stale ones, all over loopback HTTP/1.1 to the
-// same upstream with a 40-byte POST.
+// current epoch and refusing stale ones, without and with the framing guard
+// of fencegw serve (GuardListener), all over loopback HTTP/1.1 to the same
+// upstream with a 40-byte POST.
 //
 //	go test -run '^$' -bench BenchmarkProxy -benchmem ./gateway
 func BenchmarkProxy(b *testing.B) {
@@ -44,9 +45,16 @@ func BenchmarkProxy(b *testing.B) {
 	defer store.Close()
 	table, _ := policy.NewTable([]*policy.Route{{Prefix: "/", Upstream: u, Tokens: policy.TokensRaw,
 		Verifier: tokens.RawVerifier{}, Resource: mustTemplate(b, "bench")}})
-	fenced := httptest.NewServer(gateway.New(gateway.Options{Routes: gateway.NewRoutes(table),
-		Fence: tokens.NewFence(store, tokens.FenceOptions{}), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}))
+	h := gateway.New(gateway.Options{Routes: gateway.NewRoutes(table),
+		Fence: tokens.NewFence(store, tokens.FenceOptions{}), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	fenced := httptest.NewServer(h)
 	defer fenced.Close()
+	// As fencegw serve runs it: framing guarded.
+	guarded := httptest.NewUnstartedServer(h)
+	guarded.Listener = gateway.GuardListener(guarded.Listener, gateway.GuardOptions{})
+	guarded.Config.ConnContext = gateway.ConnContext
+	guarded.Start()
+	defer guarded.Close()
 
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	body := strings.Repeat("x", 40)
@@ -81,6 +89,8 @@ func BenchmarkProxy(b *testing.B) {
 	b.Run("baseline=bare-reverseproxy", func(b *testing.B) { send(b, bare.URL, "", http.StatusOK) })
 	b.Run("fencegw=admit-current-epoch", func(b *testing.B) { send(b, fenced.URL, "5", http.StatusOK) })
 	b.Run("fencegw=refuse-stale", func(b *testing.B) { send(b, fenced.URL, "4", http.StatusPreconditionFailed) })
+	b.Run("fencegw=admit-current-epoch,guarded", func(b *testing.B) { send(b, guarded.URL, "5", http.StatusOK) })
+	b.Run("fencegw=refuse-stale,guarded", func(b *testing.B) { send(b, guarded.URL, "4", http.StatusPreconditionFailed) })
 }
 
 func mustTemplate(tb testing.TB, s string) *policy.Template {

@@ -2,6 +2,11 @@
 // control API. The fencing decision itself belongs to package tokens, routes
 // to package policy; this package maps both onto HTTP.
 //
+// On a GuardListener (with ConnContext installed on the server), a request
+// that breaks HTTP/1.1 framing gets 400 (431 for a head over the limit, 501
+// for a transfer coding other than chunked) and nothing of it is forwarded;
+// the connection closes after the answer.
+//
 // The proxy's contract, per request on a route:
 //   - a method the route does not fence passes through;
 //   - a fenced request without a Fencing-Token header gets 428;

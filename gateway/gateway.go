@@ -27,10 +27,11 @@ type Options struct {
 	UpstreamTimeout time.Duration
 }
 
-// New returns the proxy handler: path check and route matching, the body
-// limit, the fencing decision, the exchange deadline and the reverse proxy,
-// in that order. Every method reaches the chain; routes decide which are
-// fenced.
+// New returns the proxy handler: on connections of a GuardListener the
+// answer to requests that broke framing (see guarded), then path check and
+// route matching, the body limit, the fencing decision, the exchange
+// deadline and the reverse proxy, in that order. Every method reaches the
+// chain; routes decide which are fenced.
 func New(o Options) http.Handler {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -51,7 +52,7 @@ func New(o Options) http.Handler {
 		h = LimitBody(o.MaxBodyBytes)(h)
 	}
 	h = MatchRoute(o.Routes)(h)
-	return o.Observer.serverHandler(h, "proxy")
+	return guarded(o.Logger)(o.Observer.serverHandler(h, "proxy"))
 }
 
 // mustObserver returns an Observer that reports nothing; building it cannot

@@ -63,6 +63,15 @@ const (
 	TypeForbidden        = "urn:fencegw:problem:forbidden"
 	TypeInternal         = "urn:fencegw:problem:internal"
 	TypeDraining         = "urn:fencegw:problem:draining"
+	// TypeBadFraming (400): the request broke HTTP/1.1 message framing
+	// (Content-Length with Transfer-Encoding, several Content-Lengths, bare
+	// LF or CR, obs-fold, a bad chunk...); nothing of it was forwarded.
+	TypeBadFraming = "urn:fencegw:problem:bad-framing"
+	// TypeHeaderTooLarge (431): the request head exceeds max_header_bytes
+	// plus 4 KiB.
+	TypeHeaderTooLarge = "urn:fencegw:problem:header-too-large"
+	// TypeUnsupportedCoding (501): a Transfer-Encoding other than chunked.
+	TypeUnsupportedCoding = "urn:fencegw:problem:unsupported-transfer-coding"
 )
 
 func epochPtr(e int64) *int64 { return &e }

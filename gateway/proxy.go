@@ -122,6 +122,14 @@ const StatusClientClosedRequest = 499
 func proxyErrorHandler(log *slog.Logger) func(http.ResponseWriter, *http.Request, error) {
 	return func(w http.ResponseWriter, r *http.Request, err error) {
 		rt, _ := RouteFrom(r.Context())
+		if fe := bodyViolation(r.Context()); fe != nil {
+			// The body broke framing after its head was forwarded: the
+			// upstream's connection was cut before the request was whole.
+			log.LogAttrs(r.Context(), slog.LevelWarn, "request framing violated mid-body", slog.String("route", rt.Name), slog.String("remote", r.RemoteAddr),
+				slog.Int("status", fe.Status), slog.String("error", fe.Detail))
+			writeFramingProblem(w, r, fe)
+			return
+		}
 		p := Problem{Route: rt.Name}
 		if a, ok := AdmissionFrom(r.Context()); ok {
 			p.Resource, p.PresentedEpoch = a.Resource, epochPtr(a.Epoch)

@@ -207,7 +207,9 @@ func runGateway(ctx context.Context, c config.Config, reload func() (config.Conf
 	api := newServer(c, gateway.NewControlAPI(gateway.ControlOptions{Fence: fence, Logger: log, Issuer: auth,
 		JWKS: auth.keys.JWKS, Keys: c.GatewayKeys(), Observer: obs, Metrics: tel.MetricsHandler(), Draining: &draining}), log)
 
-	if proxyLn, err = tlsListener(proxyLn, c.TLS); err != nil {
+	// The proxy refuses framing tricks before net/http reads a request.
+	proxy.ConnContext = gateway.ConnContext
+	if proxyLn, err = guardListener(proxyLn, c, log); err != nil {
 		apiLn.Close()
 		return fmt.Errorf("tls: %w", err)
 	}
@@ -302,6 +304,22 @@ func reloadRoutes(running config.Config, reload func() (config.Config, error), d
 	next.Close()
 	log.Error("SIGHUP: reload refused, the routes in force stay", "error", err.Error())
 	return sources
+}
+
+// guardListener guards the proxy's connections (gateway.GuardListener),
+// terminating TLS itself when c.TLS is set.
+func guardListener(ln net.Listener, c config.Config, log *slog.Logger) (net.Listener, error) {
+	o := gateway.GuardOptions{MaxHeaderBytes: c.MaxHeaderBytes, HandshakeTimeout: c.ReadHeaderTimeout.D(), Logger: log}
+	if c.TLS != nil {
+		tc, err := c.TLS.ServerConfig()
+		if err != nil {
+			ln.Close()
+			return nil, err
+		}
+		tc.NextProtos = []string{"h2", "http/1.1"}
+		o.TLS = tc
+	}
+	return gateway.GuardListener(ln, o), nil
 }
 
 // tlsListener wraps ln in TLS when t is set.
