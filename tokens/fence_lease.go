@@ -2,22 +2,24 @@ package tokens
 
 import (
 	"context"
-	"errors"
 	"time"
 )
 
 // Acquire grants a lease through the store (see LeaseStore.Acquire) and
 // brings the Fence's cache of resource name up to the grant's epoch, so a
-// holder fenced by the grant is refused from memory at once.
-func (f *Fence) Acquire(ctx context.Context, name, holder string, ttl time.Duration) (Grant, error) {
+// holder fenced by the grant is refused from memory at once. A refusal
+// (IsLeaseVerdict) leaves the cache as it was; any other error leaves the
+// outcome unknown, and over an exclusive store the cache of name is then
+// reloaded from the store before it answers again.
+func (f *Fence) Acquire(ctx context.Context, name, holder string, ttl time.Duration, by Caller) (Grant, error) {
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
 	st := f.state(name)
 	if st == nil {
-		return f.store.Acquire(ctx, name, holder, ttl)
+		return f.store.Acquire(ctx, name, holder, ttl, by)
 	}
 	if !f.exclusive {
-		g, err := f.store.Acquire(ctx, name, holder, ttl)
+		g, err := f.store.Acquire(ctx, name, holder, ttl, by)
 		if err == nil {
 			raise(&st.hwm, g.Epoch)
 		}
@@ -27,13 +29,12 @@ func (f *Fence) Acquire(ctx context.Context, name, holder string, ttl time.Durat
 	// resource's lock across the grant, as Admit does across an advance.
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	g, err := f.store.Acquire(ctx, name, holder, ttl)
-	var unavailable *UnavailableError
-	if errors.As(err, &unavailable) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		// The outcome is unknown: reload from the store next time.
-		st.ready.Store(false)
-	}
+	g, err := f.store.Acquire(ctx, name, holder, ttl, by)
 	if err != nil {
+		if !IsLeaseVerdict(err) {
+			// The outcome is unknown: reload from the store next time.
+			st.ready.Store(false)
+		}
 		return g, err
 	}
 	st.hwm.Store(g.Epoch)
@@ -42,17 +43,17 @@ func (f *Fence) Acquire(ctx context.Context, name, holder string, ttl time.Durat
 }
 
 // Renew renews a lease through the store; see LeaseStore.Renew.
-func (f *Fence) Renew(ctx context.Context, name, holder string, epoch int64) (Lease, error) {
+func (f *Fence) Renew(ctx context.Context, name, holder string, epoch int64, by Caller) (Lease, error) {
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
-	return f.store.Renew(ctx, name, holder, epoch)
+	return f.store.Renew(ctx, name, holder, epoch, by)
 }
 
 // Release releases a lease through the store; see LeaseStore.Release.
-func (f *Fence) Release(ctx context.Context, name, holder string, epoch int64) error {
+func (f *Fence) Release(ctx context.Context, name, holder string, epoch int64, by Caller) error {
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
-	return f.store.Release(ctx, name, holder, epoch)
+	return f.store.Release(ctx, name, holder, epoch, by)
 }
 
 // Lease reads a lease through the store; see LeaseStore.Lease.
