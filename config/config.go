@@ -94,7 +94,9 @@ type Signing struct {
 
 // APIKey is one caller of the control API.
 type APIKey struct {
-	// Name identifies the caller in logs.
+	// Name identifies the caller in logs and owns the leases the key
+	// acquires (recorded in the store; renaming a key orphans its live
+	// grants until they lapse). At most 256 bytes, no control characters.
 	Name string `yaml:"name"`
 	// SHA256 is the hex SHA-256 of the key (fencegw keys api-key prints it).
 	SHA256 string `yaml:"sha256"`

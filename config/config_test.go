@@ -63,6 +63,7 @@ func TestValidationNamesTheField(t *testing.T) {
 		"signing: {token_lifetime: 0s}":                                                                                         "signing.token_lifetime: must be from 1s",
 		"signing: {algorithm: RS256}":                                                                                           "signing.algorithm: must be EdDSA, ES256 or HS256",
 		"api_keys: [{name: a, sha256: xyz, leases: [\"a*\"]}]":                                                                  "api_keys[0].sha256: must be 64 hex digits",
+		"api_keys: [{name: \"a\\tb\", admin: true, sha256: \"" + strings.Repeat("ab", 32) + "\"}]":                              "api_keys[0].name: \"a\\tb\": at most 256 bytes",
 		"api_keys: [{name: a, sha256: \"" + strings.Repeat("ab", 32) + "\"}]":                                                   "api_keys[0].leases: a non-admin key needs",
 		"routes: [{prefix: /a/, upstream: \"http://a\", epoch_source: {kind: postgres, dsn: \"postgres://x/y\"}}]":              "routes[0].epoch_source: needs tokens: raw",
 		"routes: [{prefix: /a/, upstream: \"http://a\", tokens: raw, resource: r, epoch_source: {kind: zk}}]":                   "routes[0].epoch_source.kind: must be postgres or etcd",

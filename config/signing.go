@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fencegw/fencegw/gateway"
+	"github.com/fencegw/fencegw/tokens"
 )
 
 func (s *Signing) validate() []error {
@@ -48,6 +49,9 @@ func validateAPIKeys(keys []APIKey) []error {
 		}
 		if k.Name == "" {
 			bad("name", "required")
+		} else if err := tokens.ValidateOwner(k.Name); err != nil {
+			// The name owns the key's leases in the store.
+			bad("name", "%q: at most %d bytes of UTF-8 without control characters", k.Name, tokens.MaxOwnerLen)
 		} else if names[k.Name] {
 			bad("name", "%q is used by another key", k.Name)
 		}

@@ -6,17 +6,22 @@ import (
 	"net/http"
 	"path"
 	"strings"
+
+	"github.com/fencegw/fencegw/tokens"
 )
 
 // APIKey is one caller of the control API. Only the key's SHA-256 is kept.
 type APIKey struct {
-	// Name identifies the caller in logs.
+	// Name identifies the caller in logs, and owns the leases the key
+	// acquires: only this key (or an admin key) may renew or release them,
+	// or re-acquire them while live. Lease answers show it as "owner".
 	Name string
 	// Hash is the SHA-256 of the key.
 	Hash [32]byte
 	// Leases are path.Match patterns of the lease names the key may use.
 	Leases []string
-	// Admin keys may use every lease and the fence endpoints.
+	// Admin keys may use every lease, whatever its owner, and the fence
+	// endpoints.
 	Admin bool
 }
 
@@ -58,7 +63,24 @@ func (k *APIKey) mayUseLease(name string) bool {
 	return false
 }
 
-// requireKey is middleware admitting callers whose key passes allowed.
+// caller returns the lease caller a request authenticated as: the key's
+// name and admin flag. Without keys every caller is trusted alike, as an
+// anonymous admin: its grants are unowned and it may use any lease, so
+// leases behave as they did before they had owners. With keys, a request
+// that requireKey did not admit has no caller (false).
+func (ks APIKeys) caller(r *http.Request) (tokens.Caller, bool) {
+	if !ks.Enabled() {
+		return tokens.Caller{Admin: true}, true
+	}
+	k, ok := APIKeyFrom(r.Context())
+	if !ok {
+		return tokens.Caller{}, false
+	}
+	return tokens.Caller{Name: k.Name, Admin: k.Admin}, true
+}
+
+// requireKey is middleware admitting callers whose key passes allowed. The
+// admitted key is in the request's context (APIKeyFrom).
 func (ks APIKeys) requireKey(allowed func(k *APIKey, r *http.Request) bool) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -78,7 +100,7 @@ func (ks APIKeys) requireKey(allowed func(k *APIKey, r *http.Request) bool) func
 					Detail: "the key " + k.Name + " may not use " + r.URL.Path})
 				return
 			}
-			next.ServeHTTP(w, r)
+			next.ServeHTTP(w, r.WithContext(withAPIKey(r.Context(), k)))
 		})
 	}
 }

@@ -11,6 +11,7 @@ type ctxKey int
 const (
 	routeKey ctxKey = iota
 	admissionKey
+	apiKeyKey
 )
 
 // Admission records an admitted fenced request.
@@ -38,4 +39,15 @@ func withRoute(ctx context.Context, r *policy.Route) context.Context {
 
 func withAdmission(ctx context.Context, a Admission) context.Context {
 	return context.WithValue(ctx, admissionKey, a)
+}
+
+// APIKeyFrom returns the control API key the request was authenticated
+// with; none when the control API has no keys.
+func APIKeyFrom(ctx context.Context) (*APIKey, bool) {
+	k, ok := ctx.Value(apiKeyKey).(*APIKey)
+	return k, ok
+}
+
+func withAPIKey(ctx context.Context, k *APIKey) context.Context {
+	return context.WithValue(ctx, apiKeyKey, k)
 }

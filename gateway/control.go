@@ -53,6 +53,21 @@ type ControlOptions struct {
 //
 // With API keys, the lease endpoints need a key allowed for the lease name
 // and the fence endpoint an admin key; the others are open.
+//
+// With API keys, a grant is owned by the key that acquired it (its name is
+// recorded in the store, so every replica and every restart agrees). Renew,
+// release, and an acquire of the live grant for the same holder need the
+// owner or an admin key; any other key gets 403 lease-owned and no token.
+// Acquiring a free or expired lease is a takeover open to every key allowed
+// the name, and the new grant is the taker's. GET /v1/leases/{name} shows
+// every key allowed the name the same state: holder, epoch, expiry and the
+// owner's key name (never a secret, never a token). Without API keys grants
+// have no owner and every caller may use every lease.
+//
+// An acquire that cannot raise the epoch (the lease's epoch or the
+// resource's high-water mark is already 2^63-1) answers 409
+// epoch-exhausted without Retry-After: retrying cannot help, the name is
+// spent.
 func NewControlAPI(o ControlOptions) http.Handler {
 	if o.Logger == nil {
 		o.Logger = slog.Default()

@@ -22,14 +22,20 @@ type TokenIssuer interface {
 	Issue(holder, resource string, epoch int64) (token string, expires time.Time, err error)
 }
 
-// LeaseState is the body of the lease endpoints' answers.
+// LeaseState is the body of the lease endpoints' answers. Every caller
+// allowed to use a lease name sees the same state, owner included; only
+// acquire and renew answers carry a token, and only to a caller that may
+// use the grant.
 type LeaseState struct {
-	Name           string     `json:"name"`
-	Holder         string     `json:"holder"`
-	Epoch          int64      `json:"epoch"`
-	ExpiresAt      time.Time  `json:"expires_at"`
-	TTLSeconds     float64    `json:"ttl_seconds"`
-	Held           bool       `json:"held"`
+	Name       string    `json:"name"`
+	Holder     string    `json:"holder"`
+	Epoch      int64     `json:"epoch"`
+	ExpiresAt  time.Time `json:"expires_at"`
+	TTLSeconds float64   `json:"ttl_seconds"`
+	Held       bool      `json:"held"`
+	// Owner is the name (never the secret) of the API key that acquired
+	// the grant; absent when the grant is unowned (no api_keys).
+	Owner          string     `json:"owner,omitempty"`
 	Token          string     `json:"token,omitempty"`
 	TokenExpiresAt *time.Time `json:"token_expires_at,omitempty"`
 }
@@ -73,13 +79,20 @@ func (c *control) acquire(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ttl := time.Duration(ttlf * float64(time.Second))
-	g, err := c.Fence.Acquire(r.Context(), name, *req.Holder, ttl)
+	by, ok := c.caller(w, r)
+	if !ok {
+		return
+	}
+	g, err := c.Fence.Acquire(r.Context(), name, *req.Holder, ttl, by)
 	if err != nil {
 		c.leaseError(w, r, "acquire", name, err)
 		return
 	}
 	c.Observer.leaseGranted(r.Context(), g)
 	attrs := []slog.Attr{slog.String("lease", name), slog.String("holder", g.Holder), slog.Int64("epoch", g.Epoch)}
+	if g.Owner != "" {
+		attrs = append(attrs, slog.String("owner", g.Owner))
+	}
 	if g.Previous != nil && g.Previous.Holder != g.Holder {
 		attrs = append(attrs, slog.String("previous_holder", g.Previous.Holder), slog.Int64("previous_epoch", g.Previous.Epoch),
 			slog.Bool("previous_held", g.Previous.Held))
@@ -93,7 +106,11 @@ func (c *control) renew(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	l, err := c.Fence.Renew(r.Context(), name, holder, epoch)
+	by, ok := c.caller(w, r)
+	if !ok {
+		return
+	}
+	l, err := c.Fence.Renew(r.Context(), name, holder, epoch, by)
 	if err != nil {
 		c.Observer.leaseEvent(r.Context(), "fencing.lease.renew_failed", c.Observer.leaseRenewFailures, name, holder, epoch,
 			attribute.String("error", err.Error()))
@@ -108,13 +125,17 @@ func (c *control) release(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if err := c.Fence.Release(r.Context(), name, holder, epoch); err != nil {
+	by, ok := c.caller(w, r)
+	if !ok {
+		return
+	}
+	if err := c.Fence.Release(r.Context(), name, holder, epoch, by); err != nil {
 		c.leaseError(w, r, "release", name, err)
 		return
 	}
 	c.Observer.leaseEvent(r.Context(), "fencing.lease.released", c.Observer.leaseReleases, name, holder, epoch)
 	c.Logger.LogAttrs(r.Context(), slog.LevelInfo, "lease released", slog.String("lease", name),
-		slog.String("holder", holder), slog.Int64("epoch", epoch))
+		slog.String("holder", holder), slog.Int64("epoch", epoch), slog.String("caller", by.Name))
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -129,6 +150,18 @@ func (c *control) getLease(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, leaseState(l))
+}
+
+// caller returns the request's lease caller (see APIKeys.caller), or
+// answers 401 and returns false.
+func (c *control) caller(w http.ResponseWriter, r *http.Request) (tokens.Caller, bool) {
+	by, ok := c.Keys.caller(r)
+	if !ok {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="fencegw"`)
+		writeProblem(w, r, Problem{Type: TypeUnauthorized, Title: "API key required", Status: http.StatusUnauthorized,
+			Detail: "send a valid API key as Authorization: Bearer <key>"})
+	}
+	return by, ok
 }
 
 func (c *control) holderEpoch(w http.ResponseWriter, r *http.Request) (string, string, int64, bool) {
@@ -165,16 +198,33 @@ func (c *control) writeLease(w http.ResponseWriter, r *http.Request, l tokens.Le
 
 func leaseState(l tokens.Lease) LeaseState {
 	return LeaseState{Name: l.Name, Holder: l.Holder, Epoch: l.Epoch, ExpiresAt: l.ExpiresAt.UTC(),
-		TTLSeconds: l.TTL.Seconds(), Held: l.Held}
+		TTLSeconds: l.TTL.Seconds(), Held: l.Held, Owner: l.Owner}
 }
 
-// leaseError maps a lease operation's error to its answer.
+// leaseError maps a lease operation's error to its answer. Refusals carry
+// no token: a token is only ever signed for a grant the caller may use.
 func (c *control) leaseError(w http.ResponseWriter, r *http.Request, op, name string, err error) {
 	var (
-		held *tokens.LeaseHeldError
-		lost *tokens.LeaseLostError
+		held      *tokens.LeaseHeldError
+		lost      *tokens.LeaseLostError
+		owned     *tokens.LeaseOwnedError
+		exhausted *tokens.EpochExhaustedError
 	)
 	switch {
+	case errors.As(err, &owned):
+		// Not retryable: the grant stays the owner's until it lapses or
+		// is released, and this key may not act for it.
+		c.Logger.LogAttrs(r.Context(), slog.LevelWarn, "lease "+op+" refused: owned by another key", slog.String("lease", name),
+			slog.String("owner", owned.Owner), slog.String("caller", owned.Caller))
+		writeProblem(w, r, Problem{Type: TypeLeaseOwned, Title: "Lease owned by another API key", Status: http.StatusForbidden,
+			Detail: owned.Error(), Lease: name, Owner: owned.Owner})
+	case errors.As(err, &exhausted):
+		// Not retryable: no epoch above 2^63-1 exists, so no grant of
+		// this name can ever fence its resource again.
+		c.Logger.LogAttrs(r.Context(), slog.LevelError, "lease "+op+" refused: epoch space exhausted", slog.String("lease", name),
+			slog.Int64("epoch", exhausted.Epoch))
+		writeProblem(w, r, Problem{Type: TypeEpochExhausted, Title: "Epoch space exhausted", Status: http.StatusConflict,
+			Detail: exhausted.Error() + "; lease another name", Lease: name, CurrentEpoch: epochPtr(exhausted.Epoch)})
 	case errors.As(err, &held):
 		retry := int(math.Ceil(time.Until(held.ExpiresAt).Seconds()))
 		exp := held.ExpiresAt.UTC()

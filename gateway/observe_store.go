@@ -12,7 +12,9 @@ import (
 )
 
 // ObserveStore wraps s so that the duration of every call is recorded in
-// fencegw.store.duration by operation and outcome (ok, refused, error).
+// fencegw.store.duration by operation and outcome: ok, refused (the store's
+// verdict: a stale or unissued epoch, a held, lost or owned lease, an
+// exhausted epoch space, a lease not found) or error.
 func (o *Observer) ObserveStore(s tokens.Store) tokens.Store {
 	return &observedStore{Store: s, o: o}
 }
@@ -29,11 +31,13 @@ func (s *observedStore) record(ctx context.Context, op string, start time.Time, 
 		notIssued *tokens.EpochNotIssuedError
 		held      *tokens.LeaseHeldError
 		lost      *tokens.LeaseLostError
+		owned     *tokens.LeaseOwnedError
+		exhausted *tokens.EpochExhaustedError
 	)
 	switch {
 	case err == nil:
 	case errors.As(err, &stale), errors.As(err, &notIssued), errors.As(err, &held), errors.As(err, &lost),
-		errors.Is(err, tokens.ErrLeaseNotFound):
+		errors.As(err, &owned), errors.As(err, &exhausted), errors.Is(err, tokens.ErrLeaseNotFound):
 		outcome = "refused"
 	default:
 		outcome = "error"
@@ -63,23 +67,23 @@ func (s *observedStore) Ping(ctx context.Context) error {
 	return err
 }
 
-func (s *observedStore) Acquire(ctx context.Context, name, holder string, ttl time.Duration) (tokens.Grant, error) {
+func (s *observedStore) Acquire(ctx context.Context, name, holder string, ttl time.Duration, by tokens.Caller) (tokens.Grant, error) {
 	start := time.Now()
-	g, err := s.Store.Acquire(ctx, name, holder, ttl)
+	g, err := s.Store.Acquire(ctx, name, holder, ttl, by)
 	s.record(ctx, "acquire", start, err)
 	return g, err
 }
 
-func (s *observedStore) Renew(ctx context.Context, name, holder string, epoch int64) (tokens.Lease, error) {
+func (s *observedStore) Renew(ctx context.Context, name, holder string, epoch int64, by tokens.Caller) (tokens.Lease, error) {
 	start := time.Now()
-	l, err := s.Store.Renew(ctx, name, holder, epoch)
+	l, err := s.Store.Renew(ctx, name, holder, epoch, by)
 	s.record(ctx, "renew", start, err)
 	return l, err
 }
 
-func (s *observedStore) Release(ctx context.Context, name, holder string, epoch int64) error {
+func (s *observedStore) Release(ctx context.Context, name, holder string, epoch int64, by tokens.Caller) error {
 	start := time.Now()
-	err := s.Store.Release(ctx, name, holder, epoch)
+	err := s.Store.Release(ctx, name, holder, epoch, by)
 	s.record(ctx, "release", start, err)
 	return err
 }

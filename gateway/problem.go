@@ -28,6 +28,9 @@ type Problem struct {
 	Lease     string     `json:"lease,omitempty"`
 	Holder    string     `json:"holder,omitempty"`
 	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+	// Owner names the API key that owns the lease (lease-owned): a key's
+	// name, never its secret.
+	Owner string `json:"owner,omitempty"`
 
 	// retryAfter, in seconds, is sent as the Retry-After header when positive.
 	retryAfter int
@@ -58,6 +61,8 @@ const (
 	TypeEpochNotIssued   = "urn:fencegw:problem:epoch-not-issued"
 	TypeLeaseHeld        = "urn:fencegw:problem:lease-held"
 	TypeLeaseLost        = "urn:fencegw:problem:lease-lost"
+	TypeLeaseOwned       = "urn:fencegw:problem:lease-owned"
+	TypeEpochExhausted   = "urn:fencegw:problem:epoch-exhausted"
 	TypeBadRequest       = "urn:fencegw:problem:bad-request"
 	TypeUnauthorized     = "urn:fencegw:problem:unauthorized"
 	TypeForbidden        = "urn:fencegw:problem:forbidden"

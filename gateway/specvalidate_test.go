@@ -385,9 +385,11 @@ func TestSpecCheckerCatchesViolations(t *testing.T) {
 		}
 	}
 	const (
-		lease = `{"name":"a","holder":"h","epoch":1,"expires_at":"2026-01-01T00:00:00Z","ttl_seconds":5,"held":true}`
-		stale = `{"type":"urn:fencegw:problem:stale-epoch","title":"t","status":412,"route":"/r/","resource":"r","presented_epoch":1,"current_epoch":2}`
-		held  = `{"type":"urn:fencegw:problem:lease-held","title":"t","status":409,"lease":"a","holder":"b","expires_at":"2026-01-01T00:00:00Z","current_epoch":3}`
+		lease     = `{"name":"a","holder":"h","epoch":1,"expires_at":"2026-01-01T00:00:00Z","ttl_seconds":5,"held":true}`
+		stale     = `{"type":"urn:fencegw:problem:stale-epoch","title":"t","status":412,"route":"/r/","resource":"r","presented_epoch":1,"current_epoch":2}`
+		held      = `{"type":"urn:fencegw:problem:lease-held","title":"t","status":409,"lease":"a","holder":"b","expires_at":"2026-01-01T00:00:00Z","current_epoch":3}`
+		exhausted = `{"type":"urn:fencegw:problem:epoch-exhausted","title":"t","status":409,"lease":"a","current_epoch":9223372036854775807}`
+		owned     = `{"type":"urn:fencegw:problem:lease-owned","title":"t","status":403,"lease":"a","owner":"key-one"}`
 	)
 	cases := []struct {
 		name          string
@@ -404,8 +406,13 @@ func TestSpecCheckerCatchesViolations(t *testing.T) {
 		{"lease 404 of the wrong type", false, problem(404, `{"type":"urn:fencegw:problem:bad-request","title":"t","status":404,"lease":"a"}`), "GET", "/v1/leases/a", "", "response body doesn't match"},
 		{"problem status unlike the response's", false, problem(404, `{"type":"urn:fencegw:problem:not-found","title":"t","status":400,"lease":"a"}`), "GET", "/v1/leases/a", "", "response body doesn't match"},
 		{"unknown problem member type", false, problem(404, `{"type":"urn:fencegw:problem:not-found","title":"t","status":404,"lease":7}`), "GET", "/v1/leases/a", "", "response body doesn't match"},
-		{"409 without Retry-After", false, problem(409, held), "POST", "/v1/leases/a/acquire", `{"holder":"b","ttl_seconds":5}`, "Retry-After"},
+		{"503 without Retry-After", false, problem(503, `{"type":"urn:fencegw:problem:store-unavailable","title":"t","status":503,"lease":"a"}`), "GET", "/v1/leases/a", "", "Retry-After"},
 		{"409 with Retry-After", false, problem(409, held, "Retry-After", "3"), "POST", "/v1/leases/a/acquire", `{"holder":"b","ttl_seconds":5}`, ""},
+		{"409 lease-held on renew", false, problem(409, held, "Retry-After", "3"), "POST", "/v1/leases/a/renew", `{"holder":"b","epoch":1}`, "response body doesn't match"},
+		{"409 epoch-exhausted", false, problem(409, exhausted), "POST", "/v1/leases/a/acquire", `{"holder":"b","ttl_seconds":5}`, ""},
+		{"403 lease-owned", false, problem(403, owned), "POST", "/v1/leases/a/release", `{"holder":"b","epoch":1}`, ""},
+		{"403 lease-owned without owner", false, problem(403, strings.Replace(owned, `,"owner":"key-one"`, "", 1)), "POST", "/v1/leases/a/renew", `{"holder":"b","epoch":1}`, "response body doesn't match"},
+		{"403 lease-owned on GET", false, problem(403, owned), "GET", "/v1/leases/a", "", "response body doesn't match"},
 		{"bad request accepted", false, answer(204, "", ""), "POST", "/v1/leases/a/release", `{"holder":"a","epoch":0}`, "the spec refuses the request"},
 		{"trailing data accepted", false, answer(200, "application/json", lease), "POST", "/v1/leases/a/renew", `{"holder":"a","epoch":1} {}`, "the spec refuses the request"},
 		{"good request refused", false, problem(400, `{"type":"urn:fencegw:problem:bad-request","title":"t","status":400}`), "POST", "/v1/leases/a/renew", `{"holder":"a","epoch":1}`, "the spec admits the request"},

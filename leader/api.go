@@ -23,8 +23,11 @@ import (
 // ErrLeaseLost, and the Elector steps down and campaigns again. Other 4xx
 // answers except 408, 409, 425 and 429 (such as 400, 401, 403, and a 404 to
 // an acquire) mean the configuration is wrong (endpoint, name, holder or
-// API key): the Elector does not retry them and Run returns the error.
-// Everything else (5xx, 408, 425, 429, a 409 to an acquire) is retried.
+// API key, including a 403 lease-owned: the lease is another key's): the
+// Elector does not retry them and Run returns the error. So does a 409
+// epoch-exhausted to an acquire: the lease name has no epoch left, and
+// only another name helps. Everything else (5xx, 408, 425, 429, another 409
+// to an acquire) is retried.
 type APIError struct {
 	Op     string // "acquire", "renew" or "release"
 	Lease  string // the lease's name
@@ -68,9 +71,16 @@ func (e *APIError) lost() bool {
 	return e.Op != opAcquire && (e.Status == http.StatusConflict || e.Status == http.StatusNotFound)
 }
 
+// typeEpochExhausted is the problem type of an acquire refused because the
+// lease name has no epoch left.
+const typeEpochExhausted = "urn:fencegw:problem:epoch-exhausted"
+
 // fatal reports whether retrying cannot help: the request or the
-// credentials are wrong.
+// credentials are wrong, or the lease name is spent.
 func (e *APIError) fatal() bool {
+	if e.Type == typeEpochExhausted {
+		return true
+	}
 	switch e.Status {
 	case http.StatusRequestTimeout, http.StatusConflict, http.StatusTooEarly, http.StatusTooManyRequests:
 		return false
@@ -88,7 +98,7 @@ func isFatal(err error) bool {
 // has the lease.
 func isHeld(err error) bool {
 	var ae *APIError
-	return errors.As(err, &ae) && ae.Op == opAcquire && ae.Status == http.StatusConflict
+	return errors.As(err, &ae) && ae.Op == opAcquire && ae.Status == http.StatusConflict && !ae.fatal()
 }
 
 // retryAfter returns the Retry-After of an *APIError in err, or zero.

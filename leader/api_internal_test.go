@@ -32,23 +32,29 @@ func TestAPIErrorClasses(t *testing.T) {
 	for _, tc := range []struct {
 		op          string
 		status      int
+		typ         string
 		lost, fatal bool
 		held        bool
 	}{
-		{opAcquire, http.StatusConflict, false, false, true},
-		{opAcquire, http.StatusUnauthorized, false, true, false},
-		{opAcquire, http.StatusForbidden, false, true, false},
-		{opAcquire, http.StatusBadRequest, false, true, false},
-		{opAcquire, http.StatusNotFound, false, true, false},
-		{opAcquire, http.StatusTooManyRequests, false, false, false},
-		{opAcquire, http.StatusServiceUnavailable, false, false, false},
-		{opRenew, http.StatusConflict, true, false, false},
-		{opRenew, http.StatusNotFound, true, false, false},
-		{opRenew, http.StatusUnauthorized, false, true, false},
-		{opRenew, http.StatusBadGateway, false, false, false},
-		{opRelease, http.StatusConflict, true, false, false},
+		{opAcquire, http.StatusConflict, "", false, false, true},
+		{opAcquire, http.StatusConflict, "urn:fencegw:problem:lease-held", false, false, true},
+		{opAcquire, http.StatusConflict, "urn:fencegw:problem:epoch-exhausted", false, true, false},
+		{opAcquire, http.StatusForbidden, "urn:fencegw:problem:lease-owned", false, true, false},
+		{opRenew, http.StatusForbidden, "urn:fencegw:problem:lease-owned", false, true, false},
+		{opRelease, http.StatusForbidden, "urn:fencegw:problem:lease-owned", false, true, false},
+		{opAcquire, http.StatusUnauthorized, "", false, true, false},
+		{opAcquire, http.StatusForbidden, "", false, true, false},
+		{opAcquire, http.StatusBadRequest, "", false, true, false},
+		{opAcquire, http.StatusNotFound, "", false, true, false},
+		{opAcquire, http.StatusTooManyRequests, "", false, false, false},
+		{opAcquire, http.StatusServiceUnavailable, "", false, false, false},
+		{opRenew, http.StatusConflict, "", true, false, false},
+		{opRenew, http.StatusNotFound, "", true, false, false},
+		{opRenew, http.StatusUnauthorized, "", false, true, false},
+		{opRenew, http.StatusBadGateway, "", false, false, false},
+		{opRelease, http.StatusConflict, "", true, false, false},
 	} {
-		err := error(&APIError{Op: tc.op, Lease: "l", Status: tc.status})
+		err := error(&APIError{Op: tc.op, Lease: "l", Status: tc.status, Type: tc.typ})
 		if got := errors.Is(err, ErrLeaseLost); got != tc.lost {
 			t.Errorf("%s %d: lost = %v, want %v", tc.op, tc.status, got, tc.lost)
 		}

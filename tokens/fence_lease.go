@@ -2,22 +2,24 @@ package tokens
 
 import (
 	"context"
-	"errors"
 	"time"
 )
 
 // Acquire grants a lease through the store (see LeaseStore.Acquire) and
 // brings the Fence's cache of resource name up to the grant's epoch, so a
-// holder fenced by the grant is refused from memory at once.
-func (f *Fence) Acquire(ctx context.Context, name, holder string, ttl time.Duration) (Grant, error) {
+// holder fenced by the grant is refused from memory at once. A refusal
+// (IsLeaseVerdict) leaves the cache as it was; any other error leaves the
+// outcome unknown, and over an exclusive store the cache of name is then
+// reloaded from the store before it answers again.
+func (f *Fence) Acquire(ctx context.Context, name, holder string, ttl time.Duration, by Caller) (Grant, error) {
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
 	st := f.state(name)
 	if st == nil {
-		return f.store.Acquire(ctx, name, holder, ttl)
+		return f.store.Acquire(ctx, name, holder, ttl, by)
 	}
 	if !f.exclusive {
-		g, err := f.store.Acquire(ctx, name, holder, ttl)
+		g, err := f.store.Acquire(ctx, name, holder, ttl, by)
 		if err == nil {
 			raise(&st.hwm, g.Epoch)
 		}
@@ -33,37 +35,30 @@ func (f *Fence) Acquire(ctx context.Context, name, holder string, ttl time.Durat
 	defer st.mu.Unlock()
 	wasReady := st.ready.Load()
 	st.ready.Store(false)
-	g, err := f.store.Acquire(ctx, name, holder, ttl)
+	g, err := f.store.Acquire(ctx, name, holder, ttl, by)
 	switch {
 	case err == nil:
 		st.hwm.Store(g.Epoch)
 		st.ready.Store(true)
-	case isLeaseVerdict(err):
+	case IsLeaseVerdict(err):
 		st.ready.Store(wasReady) // nothing changed
 	}
 	// Otherwise the outcome is unknown: reload from the store next time.
 	return g, err
 }
 
-// isLeaseVerdict reports whether err is a lease store's answer, after
-// which nothing changed, rather than a failure with an unknown outcome.
-func isLeaseVerdict(err error) bool {
-	var held *LeaseHeldError
-	return errors.As(err, &held) || errors.Is(err, ErrInvalidLease) || errors.Is(err, ErrInvalidResource)
-}
-
 // Renew renews a lease through the store; see LeaseStore.Renew.
-func (f *Fence) Renew(ctx context.Context, name, holder string, epoch int64) (Lease, error) {
+func (f *Fence) Renew(ctx context.Context, name, holder string, epoch int64, by Caller) (Lease, error) {
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
-	return f.store.Renew(ctx, name, holder, epoch)
+	return f.store.Renew(ctx, name, holder, epoch, by)
 }
 
 // Release releases a lease through the store; see LeaseStore.Release.
-func (f *Fence) Release(ctx context.Context, name, holder string, epoch int64) error {
+func (f *Fence) Release(ctx context.Context, name, holder string, epoch int64, by Caller) error {
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
-	return f.store.Release(ctx, name, holder, epoch)
+	return f.store.Release(ctx, name, holder, epoch, by)
 }
 
 // Lease reads a lease through the store; see LeaseStore.Lease.

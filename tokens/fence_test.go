@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/fencegw/fencegw/tokens"
 	"github.com/fencegw/fencegw/tokens/boltstore"
@@ -22,6 +24,17 @@ type observedStore struct {
 	advances atomic.Int64
 	down     atomic.Bool
 	gate     chan struct{} // when non-nil, Current waits for a receive
+	// acquireErr, when set, is what Acquire returns after granting: an
+	// answer lost after the store may have acted.
+	acquireErr error
+}
+
+func (s *observedStore) Acquire(ctx context.Context, name, holder string, ttl time.Duration, by tokens.Caller) (tokens.Grant, error) {
+	g, err := s.Store.Acquire(ctx, name, holder, ttl, by)
+	if s.acquireErr != nil {
+		return tokens.Grant{}, s.acquireErr
+	}
+	return g, err
 }
 
 func (s *observedStore) Exclusive() bool { return !s.shared && s.Store.Exclusive() }
@@ -234,5 +247,75 @@ func TestFenceConcurrentNeverAdmitsBelowCompleted(t *testing.T) {
 
 func raiseTo(v *atomic.Int64, h int64) {
 	for old := v.Load(); h > old && !v.CompareAndSwap(old, h); old = v.Load() {
+	}
+}
+
+// TestFenceAcquireKeepsCacheOnVerdicts: over an exclusive store, a refused
+// acquire (held, owned, exhausted) is a verdict that leaves the exact cache
+// in force, while an acquire whose outcome is unknown makes the fence
+// reload the HWM before it answers from memory again.
+func TestFenceAcquireKeepsCacheOnVerdicts(t *testing.T) {
+	owner := tokens.Caller{Name: "key-one"}
+	cases := []struct {
+		name    string
+		prepare func(t *testing.T, f *tokens.Fence, s *observedStore) int64 // returns the HWM
+		acquire func(f *tokens.Fence) error
+		want    func(error) bool
+		reload  bool
+	}{
+		{"exhausted", func(t *testing.T, f *tokens.Fence, _ *observedStore) int64 {
+			admitted(t, f, "r", math.MaxInt64)
+			return math.MaxInt64
+		}, func(f *tokens.Fence) error {
+			_, err := f.Acquire(context.Background(), "r", "node-a", time.Minute, owner)
+			return err
+		}, func(err error) bool { return errors.As(err, new(*tokens.EpochExhaustedError)) }, false},
+		{"held", func(t *testing.T, f *tokens.Fence, _ *observedStore) int64 {
+			g, err := f.Acquire(context.Background(), "r", "node-a", time.Minute, owner)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return g.Epoch
+		}, func(f *tokens.Fence) error {
+			_, err := f.Acquire(context.Background(), "r", "node-b", time.Minute, owner)
+			return err
+		}, func(err error) bool { return errors.As(err, new(*tokens.LeaseHeldError)) }, false},
+		{"owned", func(t *testing.T, f *tokens.Fence, _ *observedStore) int64 {
+			g, err := f.Acquire(context.Background(), "r", "node-a", time.Minute, owner)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return g.Epoch
+		}, func(f *tokens.Fence) error {
+			_, err := f.Acquire(context.Background(), "r", "node-a", time.Minute, tokens.Caller{Name: "key-two"})
+			return err
+		}, func(err error) bool { return errors.As(err, new(*tokens.LeaseOwnedError)) }, false},
+		{"unknown outcome", func(t *testing.T, f *tokens.Fence, s *observedStore) int64 {
+			admitted(t, f, "r", 4)
+			s.acquireErr = errors.New("connection reset after commit")
+			return 5 // the grant happened
+		}, func(f *tokens.Fence) error {
+			_, err := f.Acquire(context.Background(), "r", "node-a", time.Minute, owner)
+			return err
+		}, func(err error) bool { return err != nil && !tokens.IsLeaseVerdict(err) }, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := newObserved(t, false)
+			f := tokens.NewFence(s, tokens.FenceOptions{})
+			hwm := c.prepare(t, f, s)
+			if err := c.acquire(f); !c.want(err) {
+				t.Fatalf("Acquire = %v", err)
+			}
+			s.acquireErr = nil
+			before := s.currents.Load()
+			admitted(t, f, "r", hwm)
+			if hwm > 1 {
+				refused(t, f, "r", hwm-1, hwm)
+			}
+			if reloaded := s.currents.Load() > before; reloaded != c.reload {
+				t.Fatalf("reloaded the HWM: %v, want %v", reloaded, c.reload)
+			}
+		})
 	}
 }

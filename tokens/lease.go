@@ -23,6 +23,11 @@ type Lease struct {
 	ExpiresAt time.Time
 	// Held reports whether the lease was live when read.
 	Held bool
+	// Owner is the Name of the Caller that acquired this grant; empty for
+	// an unowned grant (acquired by an anonymous caller, or before owners
+	// were recorded). Only callers for which Caller.MayUse(Owner) holds may
+	// renew or release it, or re-acquire it for the same holder while live.
+	Owner string
 }
 
 // Grant is the result of a successful acquire.
@@ -36,29 +41,46 @@ type Grant struct {
 // LeaseStore is the token authority's state: named leases whose epoch rises
 // on every grant. Every deadline lives on the store's clock; the clocks of
 // clients and gateway replicas never decide who leads.
+//
+// Every change names its Caller, and each grant records its caller's Name as
+// the lease's Owner, in the same atomic step that decides the change: the
+// binding holds across replicas and restarts. With the zero Caller
+// throughout, no lease has an owner and no change is refused for one.
 type LeaseStore interface {
 	// Acquire grants the lease name to holder for ttl when it is free,
-	// expired or already held by holder. The grant's epoch is one above
-	// both the lease's previous epoch and the HWM of resource name, and in
-	// the same atomic step the HWM of name is raised to it and recorded as
-	// the highest epoch issued for name. When another holder's lease is
-	// live it returns *LeaseHeldError and changes nothing.
-	Acquire(ctx context.Context, name, holder string, ttl time.Duration) (Grant, error)
+	// expired or already held by holder, and records by.Name as its Owner.
+	// The grant's epoch is one above both the lease's previous epoch and
+	// the HWM of resource name, and in the same atomic step the HWM of name
+	// is raised to it and recorded as the highest epoch issued for name.
+	// It changes nothing and returns:
+	//   - *LeaseHeldError when another holder's lease is live;
+	//   - *LeaseOwnedError when holder's own lease is live but by may not
+	//     use it (Caller.MayUse of its Owner is false);
+	//   - *EpochExhaustedError when the lease's epoch or the HWM is already
+	//     2^63-1, so no higher epoch exists. That is a verdict, not a
+	//     failure: retrying cannot succeed.
+	// A free or expired lease may be taken over by any caller.
+	Acquire(ctx context.Context, name, holder string, ttl time.Duration, by Caller) (Grant, error)
 
 	// Renew extends holder's live lease at epoch by its TTL, from now on the
-	// store's clock. It never changes the epoch. When the lease expired, is
-	// held by another holder or at another epoch, it returns *LeaseLostError
-	// and changes nothing. Renewing twice is as safe as renewing once.
-	Renew(ctx context.Context, name, holder string, epoch int64) (Lease, error)
+	// store's clock. It never changes the epoch or the owner. When the lease
+	// was never acquired or is another holder's or another epoch's, it
+	// returns *LeaseLostError; when it is holder's at epoch but by may not
+	// use it, *LeaseOwnedError (whether or not it is still live); when it
+	// expired, *LeaseLostError. Each changes nothing. Renewing twice is as
+	// safe as renewing once.
+	Renew(ctx context.Context, name, holder string, epoch int64, by Caller) (Lease, error)
 
 	// Release ends holder's lease at epoch now, keeping its epoch so the
 	// next grant raises it. Releasing a lease that holder held at epoch and
 	// that already lapsed or was released succeeds again. When another
-	// holder or epoch was granted since, it returns *LeaseLostError.
-	Release(ctx context.Context, name, holder string, epoch int64) error
+	// holder or epoch was granted since, or the lease was never acquired,
+	// it returns *LeaseLostError; when the grant is holder's at epoch but
+	// by may not use it, *LeaseOwnedError. Each changes nothing.
+	Release(ctx context.Context, name, holder string, epoch int64, by Caller) error
 
-	// Lease returns the lease's state, or ErrLeaseNotFound if it was never
-	// acquired.
+	// Lease returns the lease's state, Owner included, or ErrLeaseNotFound
+	// if it was never acquired.
 	Lease(ctx context.Context, name string) (Lease, error)
 }
 
@@ -110,14 +132,45 @@ func (e *EpochNotIssuedError) Error() string {
 	return fmt.Sprintf("epoch %d for %q was never issued (highest issued: %d)", e.Presented, e.Resource, e.Issued)
 }
 
+// EpochExhaustedError reports an acquire refused because no epoch above the
+// lease's epoch and the resource's HWM exists: one of them is already
+// 2^63-1 (a raw write may have put it there on a resource never leased).
+// Nothing was changed, and no later acquire of the name can succeed: the
+// name is spent, and its holders must move to another name.
+type EpochExhaustedError struct {
+	Name  string
+	Epoch int64 // the highest of the lease's epoch and the HWM: 2^63-1
+}
+
+func (e *EpochExhaustedError) Error() string {
+	return fmt.Sprintf("lease %q cannot be granted: epoch %d is the highest epoch, none is left above it", e.Name, e.Epoch)
+}
+
+// IsLeaseVerdict reports whether err is a store's definite refusal of a
+// lease operation, after which nothing changed: a *LeaseHeldError,
+// *LeaseLostError, *LeaseOwnedError, *EpochExhaustedError, ErrLeaseNotFound,
+// ErrInvalidLease or ErrInvalidResource. Any other error leaves the outcome
+// unknown.
+func IsLeaseVerdict(err error) bool {
+	var (
+		held      *LeaseHeldError
+		lost      *LeaseLostError
+		owned     *LeaseOwnedError
+		exhausted *EpochExhaustedError
+	)
+	return errors.As(err, &held) || errors.As(err, &lost) || errors.As(err, &owned) || errors.As(err, &exhausted) ||
+		errors.Is(err, ErrLeaseNotFound) || errors.Is(err, ErrInvalidLease) || errors.Is(err, ErrInvalidResource)
+}
+
 // MaxHolderLen is the longest holder name, in bytes.
 const MaxHolderLen = 256
 
 // MaxLeaseTTL is the longest lease a store grants.
 const MaxLeaseTTL = 24 * time.Hour
 
-// ValidateLeaseRequest checks the arguments shared by lease operations.
-func ValidateLeaseRequest(name, holder string) error {
+// ValidateLeaseRequest checks the arguments shared by lease operations; the
+// caller's name is checked by ValidateOwner.
+func ValidateLeaseRequest(name, holder string, by Caller) error {
 	if err := ValidateResource(name); err != nil {
 		return err
 	}
@@ -127,7 +180,7 @@ func ValidateLeaseRequest(name, holder string) error {
 	if err := ValidateResource(holder); err != nil {
 		return fmt.Errorf("%w: holder: %w", ErrInvalidLease, err)
 	}
-	return nil
+	return ValidateOwner(by.Name)
 }
 
 // ValidateTTL checks a lease TTL: at least one second, at most MaxLeaseTTL,

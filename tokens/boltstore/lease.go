@@ -3,7 +3,6 @@ package boltstore
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -21,13 +20,20 @@ type leaseRecord struct {
 	Epoch       int64  `json:"epoch"`
 	TTLMillis   int64  `json:"ttl_ms"`
 	ExpiresUnix int64  `json:"expires_unix_nano"`
+	// Owner is the Name of the caller that acquired the grant; absent for
+	// an unowned grant (and in records written before owners existed).
+	Owner string `json:"owner,omitempty"`
 }
 
 func (r leaseRecord) ttl() time.Duration { return time.Duration(r.TTLMillis) * time.Millisecond }
 
-// Acquire grants name to holder; see tokens.LeaseStore.
-func (s *Store) Acquire(ctx context.Context, name, holder string, ttl time.Duration) (tokens.Grant, error) {
-	if err := tokens.ValidateLeaseRequest(name, holder); err != nil {
+// Acquire grants name to holder, owned by by.Name; see tokens.LeaseStore.
+// The ownership check, the epoch check and the grant happen in one bbolt
+// transaction under the lease lock. Refusals are *tokens.LeaseHeldError,
+// *tokens.LeaseOwnedError and *tokens.EpochExhaustedError; any other
+// failure is a *tokens.UnavailableError.
+func (s *Store) Acquire(ctx context.Context, name, holder string, ttl time.Duration, by tokens.Caller) (tokens.Grant, error) {
+	if err := tokens.ValidateLeaseRequest(name, holder, by); err != nil {
 		return tokens.Grant{}, err
 	}
 	if err := tokens.ValidateTTL(ttl); err != nil {
@@ -51,6 +57,9 @@ func (s *Store) Acquire(ctx context.Context, name, holder string, ttl time.Durat
 			if prev.Held && rec.Holder != holder {
 				return &tokens.LeaseHeldError{Name: name, Holder: rec.Holder, Epoch: rec.Epoch, ExpiresAt: prev.ExpiresAt}
 			}
+			if prev.Held && !by.MayUse(rec.Owner) {
+				return &tokens.LeaseOwnedError{Name: name, Owner: rec.Owner, Caller: by.Name, Op: "acquire"}
+			}
 		}
 		hwm, err := get(tx, name)
 		if err != nil {
@@ -58,10 +67,11 @@ func (s *Store) Acquire(ctx context.Context, name, holder string, ttl time.Durat
 		}
 		base := max(rec.Epoch, hwm)
 		if base == math.MaxInt64 {
-			return fmt.Errorf("lease %q: epoch space exhausted", name)
+			return &tokens.EpochExhaustedError{Name: name, Epoch: base}
 		}
 		epoch := base + 1
-		rec = leaseRecord{Holder: holder, Epoch: epoch, TTLMillis: ttl.Milliseconds(), ExpiresUnix: now.Add(ttl).UnixNano()}
+		rec = leaseRecord{Holder: holder, Epoch: epoch, TTLMillis: ttl.Milliseconds(), ExpiresUnix: now.Add(ttl).UnixNano(),
+			Owner: by.Name}
 		if err := putLease(tx, name, rec); err != nil {
 			return err
 		}
@@ -76,9 +86,8 @@ func (s *Store) Acquire(ctx context.Context, name, holder string, ttl time.Durat
 		return nil
 	})
 	if err != nil {
-		var held *tokens.LeaseHeldError
-		if errors.As(err, &held) {
-			return tokens.Grant{}, held
+		if tokens.IsLeaseVerdict(err) {
+			return tokens.Grant{}, err
 		}
 		delete(s.deadlines, name) // the commit failed: forget what it set
 		return tokens.Grant{}, &tokens.UnavailableError{Op: "acquire", Resource: name, Err: err}
@@ -87,8 +96,8 @@ func (s *Store) Acquire(ctx context.Context, name, holder string, ttl time.Durat
 }
 
 // Renew extends holder's live lease; see tokens.LeaseStore.
-func (s *Store) Renew(ctx context.Context, name, holder string, epoch int64) (tokens.Lease, error) {
-	if err := checkHolderEpoch(name, holder, epoch); err != nil {
+func (s *Store) Renew(ctx context.Context, name, holder string, epoch int64, by tokens.Caller) (tokens.Lease, error) {
+	if err := checkHolderEpoch(name, holder, epoch, by); err != nil {
 		return tokens.Lease{}, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -107,6 +116,9 @@ func (s *Store) Renew(ctx context.Context, name, holder string, epoch int64) (to
 		if lost := lostReason(found, cur, holder, epoch); lost != "" {
 			return &tokens.LeaseLostError{Name: name, Holder: holder, Epoch: epoch, Current: cur, Reason: lost}
 		}
+		if !by.MayUse(rec.Owner) {
+			return &tokens.LeaseOwnedError{Name: name, Owner: rec.Owner, Caller: by.Name, Op: "renew"}
+		}
 		if !cur.Held {
 			return &tokens.LeaseLostError{Name: name, Holder: holder, Epoch: epoch, Current: cur, Reason: "expired"}
 		}
@@ -118,9 +130,8 @@ func (s *Store) Renew(ctx context.Context, name, holder string, epoch int64) (to
 		out = s.leaseState(name, rec, now)
 		return nil
 	})
-	var lost *tokens.LeaseLostError
-	if errors.As(err, &lost) {
-		return tokens.Lease{}, lost
+	if tokens.IsLeaseVerdict(err) {
+		return tokens.Lease{}, err
 	}
 	if err != nil {
 		delete(s.deadlines, name)
@@ -130,8 +141,8 @@ func (s *Store) Renew(ctx context.Context, name, holder string, epoch int64) (to
 }
 
 // Release ends holder's lease now; see tokens.LeaseStore.
-func (s *Store) Release(ctx context.Context, name, holder string, epoch int64) error {
-	if err := checkHolderEpoch(name, holder, epoch); err != nil {
+func (s *Store) Release(ctx context.Context, name, holder string, epoch int64, by tokens.Caller) error {
+	if err := checkHolderEpoch(name, holder, epoch, by); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -149,6 +160,9 @@ func (s *Store) Release(ctx context.Context, name, holder string, epoch int64) e
 		if lost := lostReason(found, cur, holder, epoch); lost != "" {
 			return &tokens.LeaseLostError{Name: name, Holder: holder, Epoch: epoch, Current: cur, Reason: lost}
 		}
+		if !by.MayUse(rec.Owner) {
+			return &tokens.LeaseOwnedError{Name: name, Owner: rec.Owner, Caller: by.Name, Op: "release"}
+		}
 		if !cur.Held {
 			return nil // already lapsed or released: a retry succeeds
 		}
@@ -159,9 +173,8 @@ func (s *Store) Release(ctx context.Context, name, holder string, epoch int64) e
 		s.deadlines[name] = now
 		return nil
 	})
-	var lost *tokens.LeaseLostError
-	if errors.As(err, &lost) {
-		return lost
+	if tokens.IsLeaseVerdict(err) {
+		return err
 	}
 	if err != nil {
 		delete(s.deadlines, name)
@@ -216,6 +229,7 @@ func (s *Store) leaseState(name string, rec leaseRecord, now time.Time) tokens.L
 		TTL:       rec.ttl(),
 		ExpiresAt: now.Round(0).Add(deadline.Sub(now)).UTC(),
 		Held:      deadline.After(now),
+		Owner:     rec.Owner,
 	}
 }
 
@@ -230,8 +244,8 @@ func lostReason(found bool, cur tokens.Lease, holder string, epoch int64) string
 	return ""
 }
 
-func checkHolderEpoch(name, holder string, epoch int64) error {
-	if err := tokens.ValidateLeaseRequest(name, holder); err != nil {
+func checkHolderEpoch(name, holder string, epoch int64, by tokens.Caller) error {
+	if err := tokens.ValidateLeaseRequest(name, holder, by); err != nil {
 		return err
 	}
 	if epoch <= 0 {

@@ -18,7 +18,9 @@
 //	P + N                  HWM of resource N (decimal), as above
 //	P + "\x00issued/" + N  highest epoch ever granted for N (decimal)
 //	P + "\x00lease/" + N   JSON record of the latest grant: holder, epoch,
-//	                       ttl_ms, etcd_lease (ID), etcd_ttl_s, granted_at
+//	                       ttl_ms, etcd_lease (ID), etcd_ttl_s, granted_at,
+//	                       owner (the acquiring caller's name; absent when
+//	                       unowned)
 //	P + "\x00alive/" + N   JSON {holder, epoch}, attached to the grant's etcd
 //	                       lease: it exists exactly while that lease is live
 //
@@ -33,7 +35,10 @@
 // in one transaction conditioned on none of them having changed since they
 // were read: a grant fences the resource in the same atomic step. Advance
 // reads the issued key with the HWM and refuses epochs above it once a lease
-// was granted, conditioning its write on both keys.
+// was granted, conditioning its write on both keys. The grant's owner is in
+// its record, so an acquire decides ownership from the state its transaction
+// requires unchanged; renew and release check the owner of the record they
+// read, whose etcd lease is the only one they touch.
 //
 // etcd lease TTLs are whole seconds: a TTL is rounded up, and etcd raises it
 // to the cluster's minimum (1.5 election timeouts, rounded up to a second;

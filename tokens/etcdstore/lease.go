@@ -13,30 +13,31 @@ import (
 	"github.com/fencegw/fencegw/tokens"
 )
 
-// ErrEpochsExhausted is wrapped by the *tokens.UnavailableError of an Acquire
-// whose next epoch would exceed the largest int64.
-var ErrEpochsExhausted = errors.New("etcdstore: epoch space exhausted")
-
 // cleanupTimeout bounds the best-effort revocation of an etcd lease that a
 // failed Acquire granted but did not use. It runs even when the caller's
 // context has ended, so a failing Acquire may return up to this much later
 // than its context.
 const cleanupTimeout = time.Second
 
-// Acquire grants the lease name to holder for ttl when it is free, lapsed,
-// released or already held by holder; see tokens.LeaseStore.
+// Acquire grants the lease name to holder for ttl, owned by by.Name, when it
+// is free, lapsed, released or already held by holder; see
+// tokens.LeaseStore.
 //
 // It reads the lease record, the alive key, the HWM and the issued key in
 // one linearizable transaction. When the alive key exists and names another
 // holder it returns *tokens.LeaseHeldError, whose ExpiresAt is estimated
-// from the remaining TTL of that holder's etcd lease. Otherwise it grants an
+// from the remaining TTL of that holder's etcd lease; when it names holder
+// but its record's owner is a caller by may not act for,
+// *tokens.LeaseOwnedError; when the record's epoch, the HWM or the issued
+// epoch is already 2^63-1, *tokens.EpochExhaustedError. Otherwise it grants an
 // etcd lease of ttl rounded up to whole seconds (etcd raises it to the
 // cluster's minimum TTL if lower) and, in one transaction conditioned on
-// none of the four keys having changed since the read, writes the record,
-// the alive key attached to the new etcd lease, and the new epoch, one above
+// none of the four keys having changed since the read, writes the record
+// (naming by.Name as owner), the alive key attached to the new etcd lease, and the new epoch, one above
 // the record's epoch and the HWM, as both HWM and issued epoch. When the
 // condition fails it decides again from the new state, until the
-// transaction succeeds, the lease turns out held, or ctx ends. A holder's
+// transaction succeeds, a refusal is decided, or ctx ends: every refusal is
+// decided from a state that the transaction would have required unchanged. A holder's
 // previous etcd lease is revoked after its re-acquire succeeds (best
 // effort: it no longer carries any key).
 //
@@ -47,13 +48,13 @@ const cleanupTimeout = time.Second
 // upper bound on when it lapsed or was superseded).
 //
 // Invalid arguments return an error wrapping tokens.ErrInvalidResource or
-// tokens.ErrInvalidLease; any failure of the cluster, a corrupt key or an
-// exhausted epoch space a *tokens.UnavailableError, in which case the
+// tokens.ErrInvalidLease; any failure of the cluster or a corrupt key a
+// *tokens.UnavailableError, in which case the
 // grant may or may not have happened (Acquire revokes the etcd lease it
 // granted, so a grant that did happen ends at once).
-func (s *Store) Acquire(ctx context.Context, name, holder string, ttl time.Duration) (tokens.Grant, error) {
+func (s *Store) Acquire(ctx context.Context, name, holder string, ttl time.Duration, by tokens.Caller) (tokens.Grant, error) {
 	const op = "acquire"
-	if err := tokens.ValidateLeaseRequest(name, holder); err != nil {
+	if err := tokens.ValidateLeaseRequest(name, holder, by); err != nil {
 		return tokens.Grant{}, err
 	}
 	if err := tokens.ValidateTTL(ttl); err != nil {
@@ -87,9 +88,12 @@ func (s *Store) Acquire(ctx context.Context, name, holder string, ttl time.Durat
 				ExpiresAt: s.expiresAt(ctx, st),
 			})
 		}
+		if st.alive && !by.MayUse(st.rec.Owner) {
+			return fail(&tokens.LeaseOwnedError{Name: name, Owner: st.rec.Owner, Caller: by.Name, Op: op})
+		}
 		base := max(st.rec.Epoch, st.hwm, st.issued)
 		if base == math.MaxInt64 {
-			return fail(unavailable(op, name, fmt.Errorf("%w: HWM %d", ErrEpochsExhausted, base)))
+			return fail(&tokens.EpochExhaustedError{Name: name, Epoch: base})
 		}
 		epoch := base + 1
 		if err := ctx.Err(); err != nil {
@@ -113,6 +117,7 @@ func (s *Store) Acquire(ctx context.Context, name, holder string, ttl time.Durat
 			EtcdLease: int64(granted),
 			EtcdTTL:   etcdTTL,
 			GrantedAt: grantedAt.UTC().Format(time.RFC3339Nano),
+			Owner:     by.Name,
 		}
 		tr, err := s.cli.Txn(ctx).
 			If(
@@ -158,6 +163,7 @@ func (s *Store) Acquire(ctx context.Context, name, holder string, ttl time.Durat
 			TTL:       ttl,
 			ExpiresAt: grantedAt.Add(ttl).UTC(),
 			Held:      true,
+			Owner:     by.Name,
 		}}
 		if st.found {
 			g.Previous = &tokens.Lease{
@@ -167,6 +173,7 @@ func (s *Store) Acquire(ctx context.Context, name, holder string, ttl time.Durat
 				TTL:       st.rec.ttl(),
 				ExpiresAt: done,
 				Held:      st.alive,
+				Owner:     st.rec.Owner,
 			}
 		}
 		return g, nil
@@ -180,16 +187,19 @@ func (s *Store) Acquire(ctx context.Context, name, holder string, ttl time.Durat
 // etcd lease, which restarts its full etcd TTL at the leader. When the
 // record names another holder or epoch, the alive key is gone (the lease
 // lapsed or was released) or etcd no longer knows the lease (it lapsed after
-// the read), it returns *tokens.LeaseLostError. A renewal can never revive a
-// lapsed lease: etcd refuses keep-alives of expired leases.
+// the read), it returns *tokens.LeaseLostError; when the record names holder
+// at epoch but an owner by may not act for, *tokens.LeaseOwnedError. The
+// keep-alive extends only the etcd lease of the grant read, whose owner never
+// changes, so the check holds for the lease it renews. A renewal can never
+// revive a lapsed lease: etcd refuses keep-alives of expired leases.
 //
 // The returned ExpiresAt is the TTL after the keep-alive was sent, on this
 // process's clock. Invalid arguments return an error wrapping
 // tokens.ErrInvalidResource or tokens.ErrInvalidLease; failures of the
 // cluster or corrupt keys a *tokens.UnavailableError.
-func (s *Store) Renew(ctx context.Context, name, holder string, epoch int64) (tokens.Lease, error) {
+func (s *Store) Renew(ctx context.Context, name, holder string, epoch int64, by tokens.Caller) (tokens.Lease, error) {
 	const op = "renew"
-	if err := validateHolderEpoch(name, holder, epoch); err != nil {
+	if err := validateHolderEpoch(name, holder, epoch, by); err != nil {
 		return tokens.Lease{}, err
 	}
 	if s.closed.Load() {
@@ -201,6 +211,9 @@ func (s *Store) Renew(ctx context.Context, name, holder string, epoch int64) (to
 	}
 	if lost := s.lost(ctx, name, holder, epoch, st); lost != nil {
 		return tokens.Lease{}, lost
+	}
+	if !by.MayUse(st.rec.Owner) {
+		return tokens.Lease{}, &tokens.LeaseOwnedError{Name: name, Owner: st.rec.Owner, Caller: by.Name, Op: op}
 	}
 	if !st.alive {
 		return tokens.Lease{}, s.lostError(ctx, name, holder, epoch, st, "lapsed or released")
@@ -220,6 +233,7 @@ func (s *Store) Renew(ctx context.Context, name, holder string, epoch int64) (to
 		TTL:       st.rec.ttl(),
 		ExpiresAt: start.Add(st.rec.ttl()).UTC(),
 		Held:      true,
+		Owner:     st.rec.Owner,
 	}, nil
 }
 
@@ -228,12 +242,13 @@ func (s *Store) Renew(ctx context.Context, name, holder string, epoch int64) (to
 // raises it. See tokens.LeaseStore. An etcd lease that already lapsed or was
 // revoked counts as released, so a retried Release succeeds. When the
 // record names another holder or epoch, or the lease was never acquired, it
-// returns *tokens.LeaseLostError. Invalid arguments return an error wrapping
+// returns *tokens.LeaseLostError; when it names holder at epoch but an owner
+// by may not act for, *tokens.LeaseOwnedError. Invalid arguments return an error wrapping
 // tokens.ErrInvalidResource or tokens.ErrInvalidLease; failures of the
 // cluster or corrupt keys a *tokens.UnavailableError.
-func (s *Store) Release(ctx context.Context, name, holder string, epoch int64) error {
+func (s *Store) Release(ctx context.Context, name, holder string, epoch int64, by tokens.Caller) error {
 	const op = "release"
-	if err := validateHolderEpoch(name, holder, epoch); err != nil {
+	if err := validateHolderEpoch(name, holder, epoch, by); err != nil {
 		return err
 	}
 	if s.closed.Load() {
@@ -245,6 +260,9 @@ func (s *Store) Release(ctx context.Context, name, holder string, epoch int64) e
 	}
 	if lost := s.lost(ctx, name, holder, epoch, st); lost != nil {
 		return lost
+	}
+	if !by.MayUse(st.rec.Owner) {
+		return &tokens.LeaseOwnedError{Name: name, Owner: st.rec.Owner, Caller: by.Name, Op: op}
 	}
 	id := clientv3.LeaseID(st.rec.EtcdLease)
 	if _, err := s.cli.Revoke(ctx, id); err != nil && !isLeaseNotFound(err) {
@@ -316,6 +334,7 @@ func (s *Store) view(ctx context.Context, name string, st leaseState) tokens.Lea
 		Epoch:  st.rec.Epoch,
 		TTL:    st.rec.ttl(),
 		Held:   st.alive,
+		Owner:  st.rec.Owner,
 	}
 	if st.alive {
 		l.ExpiresAt = s.expiresAt(ctx, st)
@@ -362,8 +381,8 @@ func isLeaseNotFound(err error) bool {
 	return err != nil && errors.Is(err, rpctypes.ErrLeaseNotFound)
 }
 
-func validateHolderEpoch(name, holder string, epoch int64) error {
-	if err := tokens.ValidateLeaseRequest(name, holder); err != nil {
+func validateHolderEpoch(name, holder string, epoch int64, by tokens.Caller) error {
+	if err := tokens.ValidateLeaseRequest(name, holder, by); err != nil {
 		return err
 	}
 	if epoch <= 0 {

@@ -18,7 +18,7 @@ import (
 
 func mustAcquire(t *testing.T, s tokens.Store, name, holder string, ttl time.Duration) tokens.Grant {
 	t.Helper()
-	g, err := s.Acquire(timeout(t, 10*time.Second), name, holder, ttl)
+	g, err := s.Acquire(timeout(t, 10*time.Second), name, holder, ttl, tokens.Caller{})
 	if err != nil || !g.Held || g.Holder != holder || g.TTL != ttl {
 		t.Fatalf("Acquire(%q, %q, %v) = %+v, %v", name, holder, ttl, g.Lease, err)
 	}
@@ -27,7 +27,7 @@ func mustAcquire(t *testing.T, s tokens.Store, name, holder string, ttl time.Dur
 
 func mustRenew(t *testing.T, s tokens.Store, name, holder string, epoch int64) {
 	t.Helper()
-	l, err := s.Renew(timeout(t, 10*time.Second), name, holder, epoch)
+	l, err := s.Renew(timeout(t, 10*time.Second), name, holder, epoch, tokens.Caller{})
 	if err != nil || !l.Held || l.Holder != holder || l.Epoch != epoch {
 		t.Fatalf("Renew(%q, %q, %d) = %+v, %v", name, holder, epoch, l, err)
 	}
@@ -138,7 +138,7 @@ func TestLeaseKeys(t *testing.T) {
 	}
 
 	// Release deletes the alive key only.
-	if err := s.Release(timeout(t, 5*time.Second), "job", "node-a", g2.Epoch); err != nil {
+	if err := s.Release(timeout(t, 5*time.Second), "job", "node-a", g2.Epoch, tokens.Caller{}); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
 	if _, _, ok := get(prefix + "\x00alive/job"); ok {
@@ -173,14 +173,14 @@ func TestLeaseCorrupt(t *testing.T) {
 		t.Helper()
 		ops := map[string]func(ctx context.Context) error{
 			"acquire": func(ctx context.Context) error {
-				_, err := s.Acquire(ctx, name, "node-b", 5*time.Second)
+				_, err := s.Acquire(ctx, name, "node-b", 5*time.Second, tokens.Caller{})
 				return err
 			},
 			"renew": func(ctx context.Context) error {
-				_, err := s.Renew(ctx, name, "node-a", 1)
+				_, err := s.Renew(ctx, name, "node-a", 1, tokens.Caller{})
 				return err
 			},
-			"release": func(ctx context.Context) error { return s.Release(ctx, name, "node-a", 1) },
+			"release": func(ctx context.Context) error { return s.Release(ctx, name, "node-a", 1, tokens.Caller{}) },
 			"lease": func(ctx context.Context) error {
 				_, err := s.Lease(ctx, name)
 				return err
@@ -223,7 +223,7 @@ func TestLeaseCorrupt(t *testing.T) {
 
 	// A corrupt issued key fails acquire and advance.
 	put("\x00issued/iss", "ten")
-	_, err = s.Acquire(timeout(t, 5*time.Second), "iss", "node-a", 5*time.Second)
+	_, err = s.Acquire(timeout(t, 5*time.Second), "iss", "node-a", 5*time.Second, tokens.Caller{})
 	mustBeUnavailable(t, "Acquire over corrupt issued", err, "acquire")
 	_, err = s.Advance(timeout(t, 5*time.Second), "iss", 3)
 	mustBeUnavailable(t, "Advance over corrupt issued", err, "advance")
@@ -255,7 +255,7 @@ func TestGrantsAndAdvancesInterleave(t *testing.T) {
 	wg.Go(func() {
 		defer close(stop)
 		for range grants {
-			g, err := s.Acquire(timeout(t, 10*time.Second), "mixed", "node-a", 30*time.Second)
+			g, err := s.Acquire(timeout(t, 10*time.Second), "mixed", "node-a", 30*time.Second, tokens.Caller{})
 			if err != nil {
 				errc <- fmt.Errorf("Acquire: %w", err)
 				return
@@ -321,7 +321,7 @@ func TestLeaseLeaderDown(t *testing.T) {
 
 	mustRenew(t, s, "job", "node-a", g.Epoch)
 	mustRenew(t, other, "job", "node-a", g.Epoch)
-	_, err := other.Acquire(timeout(t, 10*time.Second), "job", "node-b", 30*time.Second)
+	_, err := other.Acquire(timeout(t, 10*time.Second), "job", "node-b", 30*time.Second, tokens.Caller{})
 	mustBeHeldBy(t, err, "node-a", g.Epoch)
 	mustHold(t, other, "job", "node-a", g.Epoch)
 	_, err = other.Advance(timeout(t, 10*time.Second), "job", g.Epoch+1)
@@ -329,7 +329,7 @@ func TestLeaseLeaderDown(t *testing.T) {
 		t.Fatalf("Advance above the grant = %v, want *EpochNotIssuedError", err)
 	}
 
-	if err := s.Release(timeout(t, 10*time.Second), "job", "node-a", g.Epoch); err != nil {
+	if err := s.Release(timeout(t, 10*time.Second), "job", "node-a", g.Epoch, tokens.Caller{}); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
 	b := mustAcquire(t, other, "job", "node-b", 30*time.Second)
@@ -337,14 +337,14 @@ func TestLeaseLeaderDown(t *testing.T) {
 		t.Fatalf("acquire after release = %+v, previous %+v", b.Lease, b.Previous)
 	}
 	mustBeStale(t, s, "job", g.Epoch, b.Epoch)
-	mustBeLost(t, s.Release(timeout(t, 10*time.Second), "job", "node-a", g.Epoch))
+	mustBeLost(t, s.Release(timeout(t, 10*time.Second), "job", "node-a", g.Epoch, tokens.Caller{}))
 
 	// The 1s lease lapses (a new leader extends it by up to its TTL plus an
 	// election timeout first); node-b then takes it over.
 	deadline := time.Now().Add(20 * time.Second)
 	var takeover tokens.Grant
 	for {
-		takeover, err = other.Acquire(timeout(t, 10*time.Second), "short", "node-b", 30*time.Second)
+		takeover, err = other.Acquire(timeout(t, 10*time.Second), "short", "node-b", 30*time.Second, tokens.Caller{})
 		if err == nil {
 			break
 		}
@@ -357,7 +357,7 @@ func TestLeaseLeaderDown(t *testing.T) {
 	if takeover.Epoch != short.Epoch+1 {
 		t.Fatalf("takeover epoch %d, want %d", takeover.Epoch, short.Epoch+1)
 	}
-	_, err = s.Renew(timeout(t, 10*time.Second), "short", "node-a", short.Epoch)
+	_, err = s.Renew(timeout(t, 10*time.Second), "short", "node-a", short.Epoch, tokens.Caller{})
 	mustBeLost(t, err)
 
 	c.RestartMember(down)
@@ -390,24 +390,24 @@ func TestLeaseQuorumLost(t *testing.T) {
 		mustBeUnavailable(t, op, err, op)
 	}
 	check("acquire", func(ctx context.Context) error {
-		_, err := s.Acquire(ctx, "job", "node-b", 30*time.Second)
+		_, err := s.Acquire(ctx, "job", "node-b", 30*time.Second, tokens.Caller{})
 		return err
 	})
 	check("renew", func(ctx context.Context) error {
-		_, err := s.Renew(ctx, "job", "node-a", g.Epoch)
+		_, err := s.Renew(ctx, "job", "node-a", g.Epoch, tokens.Caller{})
 		return err
 	})
 	check("lease", func(ctx context.Context) error {
 		_, err := s.Lease(ctx, "job")
 		return err
 	})
-	check("release", func(ctx context.Context) error { return s.Release(ctx, "other", "node-a", 1) })
+	check("release", func(ctx context.Context) error { return s.Release(ctx, "other", "node-a", 1, tokens.Caller{}) })
 
 	c.RestartMember(first)
 	c.RestartMember(second)
 	mustHold(t, s, "job", "node-a", g.Epoch)
 	mustRenew(t, s, "job", "node-a", g.Epoch)
-	_, err := s.Acquire(timeout(t, 10*time.Second), "job", "node-b", 30*time.Second)
+	_, err := s.Acquire(timeout(t, 10*time.Second), "job", "node-b", 30*time.Second, tokens.Caller{})
 	mustBeHeldBy(t, err, "node-a", g.Epoch)
 	mustCurrent(t, s, "job", g.Epoch)
 }
@@ -422,17 +422,17 @@ func TestLeaseClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := timeout(t, 5*time.Second)
-	_, err := s.Acquire(ctx, "job", "node-a", 30*time.Second)
+	_, err := s.Acquire(ctx, "job", "node-a", 30*time.Second, tokens.Caller{})
 	mustBeUnavailable(t, "Acquire after Close", err, "acquire")
 	if !errors.Is(err, etcdstore.ErrClosed) {
 		t.Errorf("Acquire after Close = %v, want ErrClosed", err)
 	}
-	_, err = s.Renew(ctx, "job", "node-a", g.Epoch)
+	_, err = s.Renew(ctx, "job", "node-a", g.Epoch, tokens.Caller{})
 	mustBeUnavailable(t, "Renew after Close", err, "renew")
-	mustBeUnavailable(t, "Release after Close", s.Release(ctx, "job", "node-a", g.Epoch), "release")
+	mustBeUnavailable(t, "Release after Close", s.Release(ctx, "job", "node-a", g.Epoch, tokens.Caller{}), "release")
 	_, err = s.Lease(ctx, "job")
 	mustBeUnavailable(t, "Lease after Close", err, "lease")
-	if _, err := s.Acquire(ctx, "job", "node-a", 0); !errors.Is(err, tokens.ErrInvalidLease) {
+	if _, err := s.Acquire(ctx, "job", "node-a", 0, tokens.Caller{}); !errors.Is(err, tokens.ErrInvalidLease) {
 		t.Errorf("Acquire with TTL 0 after Close = %v, want ErrInvalidLease", err)
 	}
 	// The lease itself is untouched: another client still sees it.

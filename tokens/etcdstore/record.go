@@ -44,6 +44,10 @@ type leaseRecord struct {
 	// GrantedAt is the granting process's clock when it asked etcd for the
 	// lease (RFC 3339, UTC). It is for operators only: no decision reads it.
 	GrantedAt string `json:"granted_at"`
+	// Owner is the Name of the tokens.Caller that acquired the grant;
+	// absent for an unowned grant and in records written before owners
+	// existed, which read as unowned.
+	Owner string `json:"owner,omitempty"`
 }
 
 func (r leaseRecord) ttl() time.Duration { return time.Duration(r.TTLMillis) * time.Millisecond }
@@ -167,6 +171,8 @@ func decodeRecord(kv *mvccpb.KeyValue) (leaseRecord, error) {
 		return leaseRecord{}, corrupt(kv, "ttl_ms out of range")
 	case r.EtcdLease == 0:
 		return leaseRecord{}, corrupt(kv, "no etcd lease")
+	case tokens.ValidateOwner(r.Owner) != nil:
+		return leaseRecord{}, corrupt(kv, "invalid owner")
 	}
 	return r, nil
 }

@@ -18,14 +18,18 @@
 // raises the HWM of the resource of the same name in one transaction, so a
 // grant fences every earlier holder at once, and records the grant's epoch
 // as the highest issued for that resource: from then on Advance refuses
-// epochs above it with a *tokens.EpochNotIssuedError.
+// epochs above it with a *tokens.EpochNotIssuedError. Each grant records its
+// caller's name as the lease's owner in the same transaction, and renew and
+// release check the owner in the same statement that changes the lease, so
+// the binding holds across replicas.
 //
 // Open creates or migrates the schema inside one transaction under an
 // advisory lock, so replicas may start together. Once the schema is current,
 // Open issues no DDL, so a role without CREATE privilege can run the store.
 //
-// Every failure other than a stale or unissued epoch, a held or lost lease,
-// a lease not found or an invalid argument is returned as a
+// Every failure other than a stale or unissued epoch, a held, lost or owned
+// lease, an exhausted epoch space, a lease not found or an invalid argument
+// is returned as a
 // *tokens.UnavailableError wrapping the cause: the outcome is unknown and
 // the caller must fail closed.
 package pgstore

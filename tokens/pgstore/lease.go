@@ -12,13 +12,8 @@ import (
 	"github.com/fencegw/fencegw/tokens"
 )
 
-// ErrEpochExhausted means a grant would need an epoch above 2^63-1: the
-// lease's epoch or the resource's HWM is already the highest epoch. Acquire
-// returns it wrapped in a *tokens.UnavailableError and changes nothing.
-var ErrEpochExhausted = errors.New("pgstore: epoch space exhausted")
-
-// Acquire grants lease name to holder for ttl when it is free, expired or
-// already held by holder; see tokens.LeaseStore. The TTL is kept in whole
+// Acquire grants lease name to holder for ttl, owned by by.Name, when it is
+// free, expired or already held by holder; see tokens.LeaseStore. The TTL is kept in whole
 // milliseconds (a finer ttl is truncated, and Grant.TTL says so) and every
 // deadline is computed by the database: ExpiresAt is now() + ttl on its
 // clock, now() being the start of the grant's transaction.
@@ -26,13 +21,15 @@ var ErrEpochExhausted = errors.New("pgstore: epoch space exhausted")
 // One READ COMMITTED transaction locks the lease row, then the HWM row of
 // resource name (always in that order, so acquires never deadlock), and
 // sets both: the grant's epoch is one above the lease's previous epoch and
-// the HWM, and becomes the HWM and the highest epoch issued for name. A
-// live lease of another holder returns *tokens.LeaseHeldError and changes
-// nothing. A grant that would pass 2^63-1 returns an *tokens.UnavailableError
-// wrapping ErrEpochExhausted. Any other failure returns an
-// *tokens.UnavailableError: the grant may or may not have been committed.
-func (s *Store) Acquire(ctx context.Context, name, holder string, ttl time.Duration) (tokens.Grant, error) {
-	if err := tokens.ValidateLeaseRequest(name, holder); err != nil {
+// the HWM, and becomes the HWM and the highest epoch issued for name. The
+// refusals are decided under those locks and roll everything back: a live
+// lease of another holder returns *tokens.LeaseHeldError, holder's live
+// lease owned by a caller other than by *tokens.LeaseOwnedError, and a grant
+// that would pass 2^63-1 *tokens.EpochExhaustedError. Any other failure
+// returns an *tokens.UnavailableError: the grant may or may not have been
+// committed.
+func (s *Store) Acquire(ctx context.Context, name, holder string, ttl time.Duration, by tokens.Caller) (tokens.Grant, error) {
+	if err := tokens.ValidateLeaseRequest(name, holder, by); err != nil {
 		return tokens.Grant{}, err
 	}
 	if err := tokens.ValidateTTL(ttl); err != nil {
@@ -41,18 +38,17 @@ func (s *Store) Acquire(ctx context.Context, name, holder string, ttl time.Durat
 	if err := ctx.Err(); err != nil {
 		return tokens.Grant{}, &tokens.UnavailableError{Op: "acquire", Resource: name, Err: err}
 	}
-	g, err := s.acquire(ctx, name, holder, ttl.Milliseconds())
-	var held *tokens.LeaseHeldError
+	g, err := s.acquire(ctx, name, holder, ttl.Milliseconds(), by)
 	switch {
-	case errors.As(err, &held):
-		return tokens.Grant{}, held
+	case tokens.IsLeaseVerdict(err):
+		return tokens.Grant{}, err
 	case err != nil:
 		return tokens.Grant{}, &tokens.UnavailableError{Op: "acquire", Resource: name, Err: err}
 	}
 	return g, nil
 }
 
-func (s *Store) acquire(ctx context.Context, name, holder string, ttlMS int64) (tokens.Grant, error) {
+func (s *Store) acquire(ctx context.Context, name, holder string, ttlMS int64, by tokens.Caller) (tokens.Grant, error) {
 	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 	if err != nil {
 		return tokens.Grant{}, fmt.Errorf("begin: %w", err)
@@ -75,6 +71,9 @@ func (s *Store) acquire(ctx context.Context, name, holder string, ttlMS int64) (
 			return tokens.Grant{}, &tokens.LeaseHeldError{Name: name, Holder: prev.Holder,
 				Epoch: prev.Epoch, ExpiresAt: prev.ExpiresAt}
 		}
+		if prev.Held && !by.MayUse(prev.Owner) {
+			return tokens.Grant{}, &tokens.LeaseOwnedError{Name: name, Owner: prev.Owner, Caller: by.Name, Op: "acquire"}
+		}
 		g.Previous = &prev
 	case err != nil:
 		return tokens.Grant{}, fmt.Errorf("create lease: %w", err)
@@ -85,26 +84,26 @@ func (s *Store) acquire(ctx context.Context, name, holder string, ttlMS int64) (
 		base = g.Previous.Epoch
 	}
 	if base == math.MaxInt64 {
-		return tokens.Grant{}, fmt.Errorf("lease %q is at epoch %d: %w", name, base, ErrEpochExhausted)
+		return tokens.Grant{}, &tokens.EpochExhaustedError{Name: name, Epoch: base}
 	}
 	// Fence on grant: raise the HWM in the same transaction, under the
 	// HWM row's lock, to one above both the lease and the HWM.
 	var epoch int64
 	err = tx.QueryRow(ctx, s.q.fenceGrant, name, base+1).Scan(&epoch)
 	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return tokens.Grant{}, fmt.Errorf("HWM of %q is %d: %w", name, int64(math.MaxInt64), ErrEpochExhausted)
+	case errors.Is(err, pgx.ErrNoRows): // the HWM is 2^63-1
+		return tokens.Grant{}, &tokens.EpochExhaustedError{Name: name, Epoch: math.MaxInt64}
 	case err != nil:
 		return tokens.Grant{}, fmt.Errorf("raise HWM: %w", err)
 	case epoch <= base:
 		return tokens.Grant{}, fmt.Errorf("database granted epoch %d over lease epoch %d", epoch, base)
 	}
 
-	g.Lease, err = scanLease(name, tx.QueryRow(ctx, s.q.leaseGrant, name, holder, epoch, ttlMS))
+	g.Lease, err = scanLease(name, tx.QueryRow(ctx, s.q.leaseGrant, name, holder, epoch, ttlMS, by.Name))
 	if err != nil {
 		return tokens.Grant{}, fmt.Errorf("grant lease: %w", err)
 	}
-	if g.Epoch != epoch || g.Holder != holder || !g.Held {
+	if g.Epoch != epoch || g.Holder != holder || !g.Held || g.Owner != by.Name {
 		return tokens.Grant{}, fmt.Errorf("database stored lease %+v for epoch %d", g.Lease, epoch)
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -123,20 +122,23 @@ func rollback(ctx context.Context, tx pgx.Tx) {
 }
 
 // Renew extends holder's live lease at epoch by its TTL, from now() on the
-// database's clock; see tokens.LeaseStore. It is one conditional UPDATE and
-// never changes the epoch, nor moves the deadline back. When the lease
-// expired, was never acquired, or is another holder's or another epoch's,
-// it returns a *tokens.LeaseLostError whose Current is the lease read right
-// after the refusal. A failure of the database returns an
-// *tokens.UnavailableError: the renewal may or may not have been committed.
-func (s *Store) Renew(ctx context.Context, name, holder string, epoch int64) (tokens.Lease, error) {
-	if err := validateHeld(name, holder, epoch); err != nil {
+// database's clock; see tokens.LeaseStore. It is one conditional UPDATE,
+// which checks the owner too, and never changes the epoch or the owner, nor
+// moves the deadline back. When the lease expired, was never acquired, or
+// is another holder's or another epoch's, it returns a
+// *tokens.LeaseLostError whose Current is the lease read right after the
+// refusal; when that read finds holder's grant at epoch owned by a caller
+// other than by, a *tokens.LeaseOwnedError. A failure of the database
+// returns an *tokens.UnavailableError: the renewal may or may not have been
+// committed.
+func (s *Store) Renew(ctx context.Context, name, holder string, epoch int64, by tokens.Caller) (tokens.Lease, error) {
+	if err := validateHeld(name, holder, epoch, by); err != nil {
 		return tokens.Lease{}, err
 	}
 	if err := ctx.Err(); err != nil {
 		return tokens.Lease{}, &tokens.UnavailableError{Op: "renew", Resource: name, Err: err}
 	}
-	l, err := scanLease(name, s.pool.QueryRow(ctx, s.q.renew, name, holder, epoch))
+	l, err := scanLease(name, s.pool.QueryRow(ctx, s.q.renew, name, holder, epoch, by.Name, by.Admin))
 	switch {
 	case err == nil:
 		if l.Holder != holder || l.Epoch != epoch || !l.Held {
@@ -147,30 +149,32 @@ func (s *Store) Renew(ctx context.Context, name, holder string, epoch int64) (to
 	case !errors.Is(err, pgx.ErrNoRows):
 		return tokens.Lease{}, &tokens.UnavailableError{Op: "renew", Resource: name, Err: err}
 	}
-	return tokens.Lease{}, s.lost(ctx, "renew", name, holder, epoch)
+	return tokens.Lease{}, s.lost(ctx, "renew", name, holder, epoch, by)
 }
 
 // Release ends holder's lease at epoch now on the database's clock, keeping
 // its epoch so the next grant raises it; see tokens.LeaseStore. A lease that
 // already lapsed or was released keeps its earlier deadline, and releasing
 // it again succeeds. When the lease was never acquired or another holder or
-// epoch was granted since, it returns a *tokens.LeaseLostError. A failure of
-// the database returns an *tokens.UnavailableError.
-func (s *Store) Release(ctx context.Context, name, holder string, epoch int64) error {
-	if err := validateHeld(name, holder, epoch); err != nil {
+// epoch was granted since, it returns a *tokens.LeaseLostError; when the
+// grant is holder's at epoch but owned by a caller other than by, a
+// *tokens.LeaseOwnedError (the owner is checked in the UPDATE itself). A
+// failure of the database returns an *tokens.UnavailableError.
+func (s *Store) Release(ctx context.Context, name, holder string, epoch int64, by tokens.Caller) error {
+	if err := validateHeld(name, holder, epoch, by); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return &tokens.UnavailableError{Op: "release", Resource: name, Err: err}
 	}
-	tag, err := s.pool.Exec(ctx, s.q.release, name, holder, epoch)
+	tag, err := s.pool.Exec(ctx, s.q.release, name, holder, epoch, by.Name, by.Admin)
 	switch {
 	case err != nil:
 		return &tokens.UnavailableError{Op: "release", Resource: name, Err: err}
 	case tag.RowsAffected() == 1:
 		return nil
 	}
-	return s.lost(ctx, "release", name, holder, epoch)
+	return s.lost(ctx, "release", name, holder, epoch, by)
 }
 
 // Lease returns the state of lease name, Held decided by the database's
@@ -197,10 +201,11 @@ func (s *Store) lease(ctx context.Context, name string) (tokens.Lease, error) {
 	return scanLease(name, s.pool.QueryRow(ctx, s.q.leaseGet, name))
 }
 
-// lost builds the *tokens.LeaseLostError of a refused renew or release from
-// the lease read with a fresh statement, or an *tokens.UnavailableError if
-// it cannot be read.
-func (s *Store) lost(ctx context.Context, op, name, holder string, epoch int64) error {
+// lost builds the refusal of a renew or release from the lease read with a
+// fresh statement: a *tokens.LeaseOwnedError when it is holder's grant at
+// epoch and by may not use it, a *tokens.LeaseLostError otherwise, or an
+// *tokens.UnavailableError if it cannot be read.
+func (s *Store) lost(ctx context.Context, op, name, holder string, epoch int64, by tokens.Caller) error {
 	cur, err := s.lease(ctx, name)
 	var reason string
 	switch {
@@ -214,6 +219,8 @@ func (s *Store) lost(ctx context.Context, op, name, holder string, epoch int64) 
 		if !cur.Held {
 			reason += " (expired)"
 		}
+	case !by.MayUse(cur.Owner):
+		return &tokens.LeaseOwnedError{Name: name, Owner: cur.Owner, Caller: by.Name, Op: op}
 	default:
 		reason = "expired"
 	}
@@ -221,8 +228,8 @@ func (s *Store) lost(ctx context.Context, op, name, holder string, epoch int64) 
 }
 
 // validateHeld checks the arguments of Renew and Release.
-func validateHeld(name, holder string, epoch int64) error {
-	if err := tokens.ValidateLeaseRequest(name, holder); err != nil {
+func validateHeld(name, holder string, epoch int64, by tokens.Caller) error {
+	if err := tokens.ValidateLeaseRequest(name, holder, by); err != nil {
 		return err
 	}
 	if epoch <= 0 {
@@ -235,7 +242,7 @@ func validateHeld(name, holder string, epoch int64) error {
 func scanLease(name string, row pgx.Row) (tokens.Lease, error) {
 	l := tokens.Lease{Name: name}
 	var ttlMS int64
-	if err := row.Scan(&l.Holder, &l.Epoch, &ttlMS, &l.ExpiresAt, &l.Held); err != nil {
+	if err := row.Scan(&l.Holder, &l.Epoch, &ttlMS, &l.ExpiresAt, &l.Held, &l.Owner); err != nil {
 		return tokens.Lease{}, err
 	}
 	l.TTL = time.Duration(ttlMS) * time.Millisecond

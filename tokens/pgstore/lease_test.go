@@ -46,7 +46,7 @@ func TestConcurrentAcquireTwoPools(t *testing.T) {
 			deadline := time.Now().Add(60 * time.Second)
 			for i := 0; i < each; {
 				c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				g, err := s.Acquire(c, name, holder, time.Second)
+				g, err := s.Acquire(c, name, holder, time.Second, tokens.Caller{})
 				cancel()
 				var held *tokens.LeaseHeldError
 				switch {
@@ -72,7 +72,7 @@ func TestConcurrentAcquireTwoPools(t *testing.T) {
 					continue
 				}
 				c, cancel = context.WithTimeout(context.Background(), 30*time.Second)
-				err = s.Release(c, name, holder, g.Epoch)
+				err = s.Release(c, name, holder, g.Epoch, tokens.Caller{})
 				cancel()
 				var lost *tokens.LeaseLostError
 				if err != nil && !errors.As(err, &lost) {
@@ -140,7 +140,7 @@ func TestLeaseStoreDown(t *testing.T) {
 	cl := testpg.Require(t)
 	dsn := cl.NewDatabase(t)
 	s := open(t, dsn)
-	g, err := s.Acquire(ctx(t, 30*time.Second), "l", "node-a", time.Minute)
+	g, err := s.Acquire(ctx(t, 30*time.Second), "l", "node-a", time.Minute, tokens.Caller{})
 	if err != nil {
 		t.Fatalf("Acquire: %v", err)
 	}
@@ -152,9 +152,15 @@ func TestLeaseStoreDown(t *testing.T) {
 		name string
 		fn   func(context.Context) error
 	}{
-		{"Renew", func(c context.Context) error { _, err := s.Renew(c, "l", "node-a", g.Epoch); return err }},
-		{"Acquire", func(c context.Context) error { _, err := s.Acquire(c, "l", "node-b", time.Second); return err }},
-		{"Release", func(c context.Context) error { return s.Release(c, "l", "node-a", g.Epoch) }},
+		{"Renew", func(c context.Context) error {
+			_, err := s.Renew(c, "l", "node-a", g.Epoch, tokens.Caller{})
+			return err
+		}},
+		{"Acquire", func(c context.Context) error {
+			_, err := s.Acquire(c, "l", "node-b", time.Second, tokens.Caller{})
+			return err
+		}},
+		{"Release", func(c context.Context) error { return s.Release(c, "l", "node-a", g.Epoch, tokens.Caller{}) }},
 		{"Lease", func(c context.Context) error { _, err := s.Lease(c, "l"); return err }},
 		{"Advance", func(c context.Context) error { _, err := s.Advance(c, "l", g.Epoch+1); return err }},
 	} {
@@ -172,11 +178,11 @@ func TestLeaseStoreDown(t *testing.T) {
 	if err := cl.Restart(); err != nil {
 		t.Fatalf("Restart: %v", err)
 	}
-	l, err := s.Renew(ctx(t, 30*time.Second), "l", "node-a", g.Epoch)
+	l, err := s.Renew(ctx(t, 30*time.Second), "l", "node-a", g.Epoch, tokens.Caller{})
 	if err != nil || l.Epoch != g.Epoch || !l.Held {
 		t.Fatalf("Renew after restart = %+v, %v", l, err)
 	}
-	_, err = s.Acquire(ctx(t, 30*time.Second), "l", "node-b", time.Second)
+	_, err = s.Acquire(ctx(t, 30*time.Second), "l", "node-b", time.Second, tokens.Caller{})
 	var held *tokens.LeaseHeldError
 	if !errors.As(err, &held) || held.Holder != "node-a" || held.Epoch != g.Epoch {
 		t.Fatalf("Acquire by another holder after restart = %v, want *LeaseHeldError", err)
@@ -190,7 +196,7 @@ func TestDeadlinesOnDatabaseClock(t *testing.T) {
 	dsn := testpg.Shared(t).NewDatabase(t)
 	s := open(t, dsn)
 	c := ctx(t, 30*time.Second)
-	g, err := s.Acquire(c, "l", "node-a", time.Hour)
+	g, err := s.Acquire(c, "l", "node-a", time.Hour, tokens.Caller{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,16 +212,16 @@ func TestDeadlinesOnDatabaseClock(t *testing.T) {
 	if err != nil || l.Held {
 		t.Fatalf("Lease after the deadline passed on the database = %+v, %v; want not held", l, err)
 	}
-	_, err = s.Renew(c, "l", "node-a", g.Epoch)
+	_, err = s.Renew(c, "l", "node-a", g.Epoch, tokens.Caller{})
 	var lost *tokens.LeaseLostError
 	if !errors.As(err, &lost) || lost.Reason != "expired" || lost.Current.Epoch != g.Epoch {
 		t.Fatalf("Renew after the deadline = %v, want *LeaseLostError expired", err)
 	}
-	b, err := s.Acquire(c, "l", "node-b", time.Second)
+	b, err := s.Acquire(c, "l", "node-b", time.Second, tokens.Caller{})
 	if err != nil || b.Epoch != g.Epoch+1 || b.Previous == nil || b.Previous.Held {
 		t.Fatalf("takeover = %+v, %v", b, err)
 	}
-	_, err = s.Renew(c, "l", "node-a", g.Epoch)
+	_, err = s.Renew(c, "l", "node-a", g.Epoch, tokens.Caller{})
 	if !errors.As(err, &lost) || lost.Current.Holder != "node-b" {
 		t.Fatalf("Renew after takeover = %v, want *LeaseLostError naming node-b", err)
 	}
@@ -228,10 +234,10 @@ func TestEpochExhausted(t *testing.T) {
 	s := open(t, dsn)
 	c := ctx(t, 30*time.Second)
 	mustAdvance(t, s, "top", math.MaxInt64)
-	_, err := s.Acquire(c, "top", "node-a", time.Second)
-	mustBeUnavailable(t, "Acquire over HWM 2^63-1", err)
-	if !errors.Is(err, pgstore.ErrEpochExhausted) {
-		t.Fatalf("Acquire over HWM 2^63-1 = %v, want ErrEpochExhausted", err)
+	_, err := s.Acquire(c, "top", "node-a", time.Second, tokens.Caller{})
+	var exhausted *tokens.EpochExhaustedError
+	if !errors.As(err, &exhausted) || exhausted.Epoch != math.MaxInt64 {
+		t.Fatalf("Acquire over HWM 2^63-1 = %v, want *tokens.EpochExhaustedError", err)
 	}
 	if _, err := s.Lease(c, "top"); !errors.Is(err, tokens.ErrLeaseNotFound) {
 		t.Fatalf("refused grant left a lease: %v", err)
@@ -240,13 +246,13 @@ func TestEpochExhausted(t *testing.T) {
 
 	// A lease whose own epoch is the highest.
 	mustAdvance(t, s, "near", math.MaxInt64-1)
-	g, err := s.Acquire(c, "near", "node-a", time.Second)
+	g, err := s.Acquire(c, "near", "node-a", time.Second, tokens.Caller{})
 	if err != nil || g.Epoch != math.MaxInt64 {
 		t.Fatalf("Acquire over HWM 2^63-2 = %+v, %v", g, err)
 	}
-	_, err = s.Acquire(c, "near", "node-a", time.Second)
-	if !errors.Is(err, pgstore.ErrEpochExhausted) {
-		t.Fatalf("Acquire over lease epoch 2^63-1 = %v, want ErrEpochExhausted", err)
+	_, err = s.Acquire(c, "near", "node-a", time.Second, tokens.Caller{})
+	if !errors.As(err, &exhausted) || exhausted.Name != "near" || exhausted.Epoch != math.MaxInt64 {
+		t.Fatalf("Acquire over lease epoch 2^63-1 = %v, want *tokens.EpochExhaustedError", err)
 	}
 	l, err := s.Lease(c, "near")
 	if err != nil || l.Epoch != math.MaxInt64 || l.Holder != "node-a" {
@@ -272,12 +278,12 @@ func TestMigrateFromV1(t *testing.T) {
 	sql(t, dsn, "INSERT INTO fencegw_hwm (resource, epoch) VALUES ('old', 40), ('leased', 7)")
 
 	s := open(t, dsn)
-	if got := queryInt(t, dsn, "SELECT max(version) FROM fencegw_schema_version"); got != 3 {
-		t.Fatalf("schema version = %d, want 3", got)
+	if got := queryInt(t, dsn, "SELECT max(version) FROM fencegw_schema_version"); got != 4 {
+		t.Fatalf("schema version = %d, want 4", got)
 	}
 	mustCurrent(t, s, "old", 40)
 	mustAdvance(t, s, "old", 1000)
-	g, err := s.Acquire(ctx(t, 30*time.Second), "leased", "node-a", time.Minute)
+	g, err := s.Acquire(ctx(t, 30*time.Second), "leased", "node-a", time.Minute, tokens.Caller{})
 	if err != nil || g.Epoch != 8 || g.Previous != nil {
 		t.Fatalf("Acquire over a v1 HWM of 7 = %+v, %v; want epoch 8", g, err)
 	}
@@ -287,8 +293,42 @@ func TestMigrateFromV1(t *testing.T) {
 		t.Fatalf("Advance(leased, 9) = %v, want *EpochNotIssuedError issued 8", err)
 	}
 	open(t, dsn) // already at the latest version: no DDL
-	if got := queryInt(t, dsn, "SELECT count(*) FROM fencegw_schema_version"); got != 3 {
-		t.Fatalf("schema version rows = %d, want 3", got)
+	if got := queryInt(t, dsn, "SELECT count(*) FROM fencegw_schema_version"); got != 4 {
+		t.Fatalf("schema version rows = %d, want 4", got)
+	}
+}
+
+// TestMigrateFromV3 opens a database at schema version 3, whose lease rows
+// have no owner: they become unowned grants, which any caller may renew,
+// and the next grant records its caller.
+func TestMigrateFromV3(t *testing.T) {
+	dsn := testpg.Shared(t).NewDatabase(t)
+	old := open(t, dsn)
+	g, err := old.Acquire(ctx(t, 30*time.Second), "lease", "node-a", time.Minute, tokens.Caller{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old.Close()
+	// Take the schema back to version 3, as an earlier fencegw left it.
+	sql(t, dsn, "ALTER TABLE fencegw_lease DROP COLUMN owner")
+	sql(t, dsn, "DELETE FROM fencegw_schema_version WHERE version = 4")
+
+	s := open(t, dsn)
+	if got := queryInt(t, dsn, "SELECT max(version) FROM fencegw_schema_version"); got != 4 {
+		t.Fatalf("schema version = %d, want 4", got)
+	}
+	c := ctx(t, 30*time.Second)
+	l, err := s.Renew(c, "lease", "node-a", g.Epoch, tokens.Caller{Name: "key-two"})
+	if err != nil || l.Owner != "" || l.Epoch != g.Epoch {
+		t.Fatalf("renew of a v3 lease = %+v, %v; want it unowned", l, err)
+	}
+	k, err := s.Acquire(c, "lease", "node-a", time.Minute, tokens.Caller{Name: "key-one"})
+	if err != nil || k.Owner != "key-one" || k.Epoch != g.Epoch+1 {
+		t.Fatalf("re-acquire of a v3 lease = %+v, %v", k, err)
+	}
+	_, err = s.Renew(c, "lease", "node-a", k.Epoch, tokens.Caller{Name: "key-two"})
+	if !errors.As(err, new(*tokens.LeaseOwnedError)) {
+		t.Fatalf("renew by another key after the migration = %v, want *tokens.LeaseOwnedError", err)
 	}
 }
 
@@ -299,7 +339,7 @@ func TestAdvanceAfterGrantKeepsIssued(t *testing.T) {
 	s := open(t, dsn)
 	c := ctx(t, 30*time.Second)
 	mustAdvance(t, s, "l", 3)
-	g, err := s.Acquire(c, "l", "node-a", time.Minute)
+	g, err := s.Acquire(c, "l", "node-a", time.Minute, tokens.Caller{})
 	if err != nil || g.Epoch != 4 {
 		t.Fatalf("Acquire = %+v, %v", g, err)
 	}
@@ -340,12 +380,12 @@ func TestAdvanceRacesGrants(t *testing.T) {
 	errc := make(chan error, 8)
 	// The first grant comes before any Advance, which could otherwise
 	// admit any epoch while no lease has been granted.
-	first, err := s1.Acquire(ctx(t, 30*time.Second), name, "node-a", time.Second)
+	first, err := s1.Acquire(ctx(t, 30*time.Second), name, "node-a", time.Second, tokens.Caller{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	granted[first.Epoch] = true
-	if err := s1.Release(ctx(t, 30*time.Second), name, "node-a", first.Epoch); err != nil {
+	if err := s1.Release(ctx(t, 30*time.Second), name, "node-a", first.Epoch, tokens.Caller{}); err != nil {
 		t.Fatal(err)
 	}
 	wg.Add(1)
@@ -353,7 +393,7 @@ func TestAdvanceRacesGrants(t *testing.T) {
 		defer wg.Done()
 		defer close(done)
 		for range grantsWanted - 1 {
-			g, err := s1.Acquire(context.Background(), name, "node-a", time.Second)
+			g, err := s1.Acquire(context.Background(), name, "node-a", time.Second, tokens.Caller{})
 			if err != nil {
 				errc <- fmt.Errorf("Acquire: %w", err)
 				return
@@ -361,7 +401,7 @@ func TestAdvanceRacesGrants(t *testing.T) {
 			mu.Lock()
 			granted[g.Epoch] = true
 			mu.Unlock()
-			if err := s1.Release(context.Background(), name, "node-a", g.Epoch); err != nil {
+			if err := s1.Release(context.Background(), name, "node-a", g.Epoch, tokens.Caller{}); err != nil {
 				errc <- fmt.Errorf("Release: %w", err)
 				return
 			}

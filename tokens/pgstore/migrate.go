@@ -58,6 +58,13 @@ CREATE TABLE ` + o.ident(leaseTable) + ` (
 	created_at timestamptz NOT NULL DEFAULT now()
 )`
 	},
+	func(o *options) string {
+		// The owner of each lease's grant: the name of the caller (API
+		// key) that acquired it. Grants made before this version, and by
+		// anonymous callers, are unowned (''). Adding a column with a
+		// constant default rewrites no rows.
+		return `ALTER TABLE ` + o.ident(leaseTable) + ` ADD COLUMN owner text COLLATE "C" NOT NULL DEFAULT ''`
+	},
 }
 
 // migrate brings the schema to the latest version in one transaction under

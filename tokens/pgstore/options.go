@@ -23,7 +23,8 @@ func WithSchema(schema string) Option {
 // schema version 2, issued (bigint: the highest epoch a lease grant issued
 // for the resource, 0 if none). The lease table holds one row per lease ever
 // acquired: name, holder, epoch, ttl_ms, expires_at and granted_at, the
-// deadlines on the database's clock.
+// deadlines on the database's clock, and, from schema version 4, owner (text:
+// the Name of the tokens.Caller that acquired the grant, empty if unowned).
 const (
 	hwmTable     = "fencegw_hwm"
 	leaseTable   = "fencegw_lease"

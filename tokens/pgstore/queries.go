@@ -24,13 +24,17 @@ type queries struct {
 	// the highest issued epoch, returning it; it locks the HWM row, and
 	// returns no row when the HWM is already 2^63-1.
 	fenceGrant string
-	// leaseGrant gives lease $1 to holder $2 at epoch $3 for ttl_ms $4.
+	// leaseGrant gives lease $1 to holder $2 at epoch $3 for ttl_ms $4,
+	// owned by $5.
 	leaseGrant string
 	// leaseGet reads lease $1.
 	leaseGet string
-	// renew extends lease $1 of holder $2 at epoch $3 if it is live.
+	// renew extends lease $1 of holder $2 at epoch $3 if it is live and
+	// caller $4 may use it: $5 (admin) is true, or the lease is unowned or
+	// owned by $4.
 	renew string
-	// release ends lease $1 of holder $2 at epoch $3 now, unless it ended.
+	// release ends lease $1 of holder $2 at epoch $3 now, unless it ended,
+	// if caller $4 may use it (as for renew, $5 admin).
 	release string
 
 	// keyKeep stores key $2 under name $1 unless one is stored there.
@@ -44,7 +48,10 @@ const maxEpoch = "9223372036854775807"
 
 // leaseColumns are the columns scanLease reads, Held computed by the
 // database in the same statement.
-const leaseColumns = `holder, epoch, ttl_ms, expires_at, expires_at > now()`
+const leaseColumns = `holder, epoch, ttl_ms, expires_at, expires_at > now(), owner`
+
+// mayUse is the SQL of tokens.Caller.MayUse for caller $4, admin $5.
+const mayUse = `($5::boolean OR owner = '' OR owner = $4::text)`
 
 func newQueries(o *options) queries {
 	hwm, lease, key := o.ident(hwmTable), o.ident(leaseTable), o.ident(keyTable)
@@ -73,7 +80,8 @@ SET epoch = GREATEST(h.epoch + 1, EXCLUDED.epoch), issued = GREATEST(h.epoch + 1
 WHERE h.epoch < ` + maxEpoch + `
 RETURNING h.epoch`,
 		leaseGrant: `UPDATE ` + lease + `
-SET holder = $2, epoch = $3, ttl_ms = $4, expires_at = now() + $4::bigint * interval '1 millisecond', granted_at = now()
+SET holder = $2, epoch = $3, ttl_ms = $4, expires_at = now() + $4::bigint * interval '1 millisecond', granted_at = now(),
+	owner = $5
 WHERE name = $1
 RETURNING ` + leaseColumns,
 		leaseGet: `SELECT ` + leaseColumns + ` FROM ` + lease + ` WHERE name = $1`,
@@ -81,9 +89,9 @@ RETURNING ` + leaseColumns,
 		// database's clock stepped back since the last one.
 		renew: `UPDATE ` + lease + `
 SET expires_at = GREATEST(expires_at, now() + ttl_ms * interval '1 millisecond')
-WHERE name = $1 AND holder = $2 AND epoch = $3 AND expires_at > now()
+WHERE name = $1 AND holder = $2 AND epoch = $3 AND expires_at > now() AND ` + mayUse + `
 RETURNING ` + leaseColumns,
 		release: `UPDATE ` + lease + ` SET expires_at = LEAST(expires_at, now())
-WHERE name = $1 AND holder = $2 AND epoch = $3`,
+WHERE name = $1 AND holder = $2 AND epoch = $3 AND ` + mayUse,
 	}
 }

@@ -3,6 +3,7 @@ package storetest
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -11,7 +12,10 @@ import (
 )
 
 // RunLeases runs the lease contract suite: the seed's lease semantics, fence
-// on grant, and the refusal of epochs never issued.
+// on grant, the refusal of epochs never issued, exhausted epochs, and the
+// binding of each grant to the caller that acquired it. The cases written
+// before owners existed run with the anonymous caller throughout, so they
+// also show that without owners nothing changed.
 func RunLeases(t *testing.T, fresh func(t *testing.T) Factory) {
 	tests := []struct {
 		name string
@@ -30,6 +34,15 @@ func RunLeases(t *testing.T, fresh func(t *testing.T) Factory) {
 		{"ConcurrentAcquire", testConcurrentAcquire},
 		{"LeaseSurvivesRestart", testLeaseSurvivesRestart},
 		{"LeaseSharedBetweenClients", testLeaseShared},
+		{"EpochExhausted", testEpochExhausted},
+		{"OwnerRecorded", testOwnerRecorded},
+		{"RenewByAnotherOwner", testRenewOwned},
+		{"ReleaseByAnotherOwner", testReleaseOwned},
+		{"AcquireByAnotherOwner", testAcquireOwned},
+		{"TakeoverAfterExpiryByAnotherOwner", testOwnedTakeover},
+		{"UnownedLeases", testUnownedLeases},
+		{"OwnerSurvivesRestartAndReplicas", testOwnerDurable},
+		{"InvalidCaller", testInvalidCaller},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -38,14 +51,25 @@ func RunLeases(t *testing.T, fresh func(t *testing.T) Factory) {
 	}
 }
 
+// anon is the anonymous caller: no name, no admin rights. Its grants are
+// unowned.
+var anon = tokens.Caller{}
+
 func mustAcquire(t *testing.T, s tokens.Store, name, holder string, ttl time.Duration) tokens.Grant {
 	t.Helper()
-	g, err := s.Acquire(ctx(t), name, holder, ttl)
+	return mustAcquireBy(t, s, name, holder, ttl, anon)
+}
+
+// mustAcquireBy acquires for by and checks the grant, by's name as owner
+// included.
+func mustAcquireBy(t *testing.T, s tokens.Store, name, holder string, ttl time.Duration, by tokens.Caller) tokens.Grant {
+	t.Helper()
+	g, err := s.Acquire(ctx(t), name, holder, ttl, by)
 	if err != nil {
-		t.Fatalf("Acquire(%q, %q): %v", name, holder, err)
+		t.Fatalf("Acquire(%q, %q) by %+v: %v", name, holder, by, err)
 	}
-	if g.Name != name || g.Holder != holder || !g.Held || g.Epoch <= 0 || g.TTL != ttl {
-		t.Fatalf("Acquire(%q, %q) = %+v", name, holder, g.Lease)
+	if g.Name != name || g.Holder != holder || !g.Held || g.Epoch <= 0 || g.TTL != ttl || g.Owner != by.Name {
+		t.Fatalf("Acquire(%q, %q) by %+v = %+v", name, holder, by, g.Lease)
 	}
 	return g
 }
@@ -70,14 +94,24 @@ func mustBeLost(t *testing.T, err error) {
 // the store's clock (bounded, not timed).
 func acquireWhenExpired(t *testing.T, s tokens.Store, name, holder string, ttl time.Duration) tokens.Grant {
 	t.Helper()
+	return acquireWhenExpiredBy(t, s, name, holder, ttl, anon)
+}
+
+// acquireWhenExpiredBy is acquireWhenExpired for caller by, also retrying
+// while the live lease is another owner's.
+func acquireWhenExpiredBy(t *testing.T, s tokens.Store, name, holder string, ttl time.Duration, by tokens.Caller) tokens.Grant {
+	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		g, err := s.Acquire(ctx(t), name, holder, ttl)
+		g, err := s.Acquire(ctx(t), name, holder, ttl, by)
 		if err == nil {
 			return g
 		}
-		var held *tokens.LeaseHeldError
-		if !errors.As(err, &held) || time.Now().After(deadline) {
+		var (
+			held  *tokens.LeaseHeldError
+			owned *tokens.LeaseOwnedError
+		)
+		if !(errors.As(err, &held) || errors.As(err, &owned)) || time.Now().After(deadline) {
 			t.Fatalf("Acquire(%q, %q) after expiry: %v", name, holder, err)
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -99,7 +133,7 @@ func testAcquireFree(t *testing.T, f Factory) {
 func testAcquireHeld(t *testing.T, f Factory) {
 	s := f(t)
 	mustAcquire(t, s, "lease", "node-a", 15*time.Second)
-	_, err := s.Acquire(ctx(t), "lease", "node-b", 15*time.Second)
+	_, err := s.Acquire(ctx(t), "lease", "node-b", 15*time.Second, anon)
 	mustBeHeld(t, err, "node-a", 1)
 	mustCurrent(t, s, "lease", 1)
 }
@@ -119,7 +153,7 @@ func testRenew(t *testing.T, f Factory) {
 	s := f(t)
 	g := mustAcquire(t, s, "lease", "node-a", 15*time.Second)
 	for i := 0; i < 2; i++ { // a retried renew is as safe as one
-		l, err := s.Renew(ctx(t), "lease", "node-a", g.Epoch)
+		l, err := s.Renew(ctx(t), "lease", "node-a", g.Epoch, anon)
 		if err != nil {
 			t.Fatalf("Renew %d: %v", i, err)
 		}
@@ -127,11 +161,11 @@ func testRenew(t *testing.T, f Factory) {
 			t.Fatalf("Renew %d = %+v after grant %+v", i, l, g.Lease)
 		}
 	}
-	_, err := s.Renew(ctx(t), "lease", "node-b", g.Epoch)
+	_, err := s.Renew(ctx(t), "lease", "node-b", g.Epoch, anon)
 	mustBeLost(t, err)
-	_, err = s.Renew(ctx(t), "lease", "node-a", g.Epoch+1)
+	_, err = s.Renew(ctx(t), "lease", "node-a", g.Epoch+1, anon)
 	mustBeLost(t, err)
-	_, err = s.Renew(ctx(t), "never", "node-a", 1)
+	_, err = s.Renew(ctx(t), "never", "node-a", 1, anon)
 	mustBeLost(t, err)
 	mustCurrent(t, s, "lease", g.Epoch)
 }
@@ -148,9 +182,9 @@ func testExpiryAndTakeover(t *testing.T, f Factory) {
 	}
 	mustCurrent(t, s, "sweeper", b.Epoch)
 	mustBeStale(t, s, "sweeper", a.Epoch, b.Epoch)
-	_, err := s.Renew(ctx(t), "sweeper", "node-a", a.Epoch)
+	_, err := s.Renew(ctx(t), "sweeper", "node-a", a.Epoch, anon)
 	mustBeLost(t, err)
-	_, err = s.Acquire(ctx(t), "sweeper", "node-a", time.Second)
+	_, err = s.Acquire(ctx(t), "sweeper", "node-a", time.Second, anon)
 	mustBeHeld(t, err, "node-b", b.Epoch)
 }
 
@@ -158,7 +192,7 @@ func testRelease(t *testing.T, f Factory) {
 	s := f(t)
 	a := mustAcquire(t, s, "lease", "node-a", 15*time.Second)
 	for i := 0; i < 2; i++ { // a retried release is as safe as one
-		if err := s.Release(ctx(t), "lease", "node-a", a.Epoch); err != nil {
+		if err := s.Release(ctx(t), "lease", "node-a", a.Epoch, anon); err != nil {
 			t.Fatalf("Release %d: %v", i, err)
 		}
 	}
@@ -166,15 +200,15 @@ func testRelease(t *testing.T, f Factory) {
 	if err != nil || l.Held || l.Epoch != a.Epoch {
 		t.Fatalf("after release: %+v, %v", l, err)
 	}
-	_, err = s.Renew(ctx(t), "lease", "node-a", a.Epoch)
+	_, err = s.Renew(ctx(t), "lease", "node-a", a.Epoch, anon)
 	mustBeLost(t, err)
 	b := mustAcquire(t, s, "lease", "node-b", 15*time.Second)
 	if b.Epoch != a.Epoch+1 {
 		t.Fatalf("acquire after release: epoch %d, want %d", b.Epoch, a.Epoch+1)
 	}
-	mustBeLost(t, s.Release(ctx(t), "lease", "node-a", a.Epoch))
-	mustBeLost(t, s.Release(ctx(t), "lease", "node-b", b.Epoch+1))
-	mustBeLost(t, s.Release(ctx(t), "never", "node-b", 1))
+	mustBeLost(t, s.Release(ctx(t), "lease", "node-a", a.Epoch, anon))
+	mustBeLost(t, s.Release(ctx(t), "lease", "node-b", b.Epoch+1, anon))
+	mustBeLost(t, s.Release(ctx(t), "never", "node-b", 1, anon))
 	mustCurrent(t, s, "lease", b.Epoch)
 }
 
@@ -236,17 +270,17 @@ func testInvalidLeaseRequests(t *testing.T, f Factory) {
 		{"l", "a", 500 * time.Millisecond},
 		{"l", "a", tokens.MaxLeaseTTL + time.Second},
 	} {
-		if _, err := s.Acquire(ctx(t), c.name, c.holder, c.ttl); !errors.Is(err, tokens.ErrInvalidLease) {
+		if _, err := s.Acquire(ctx(t), c.name, c.holder, c.ttl, anon); !errors.Is(err, tokens.ErrInvalidLease) {
 			t.Fatalf("Acquire(%q, %q, %s) = %v, want ErrInvalidLease", c.name, c.holder, c.ttl, err)
 		}
 	}
-	if _, err := s.Acquire(ctx(t), "", "a", time.Second); !errors.Is(err, tokens.ErrInvalidResource) {
+	if _, err := s.Acquire(ctx(t), "", "a", time.Second, anon); !errors.Is(err, tokens.ErrInvalidResource) {
 		t.Fatalf("Acquire with empty name = %v", err)
 	}
-	if _, err := s.Renew(ctx(t), "l", "a", 0); !errors.Is(err, tokens.ErrInvalidLease) {
+	if _, err := s.Renew(ctx(t), "l", "a", 0, anon); !errors.Is(err, tokens.ErrInvalidLease) {
 		t.Fatalf("Renew epoch 0 = %v", err)
 	}
-	if err := s.Release(ctx(t), "l", "", 1); !errors.Is(err, tokens.ErrInvalidLease) {
+	if err := s.Release(ctx(t), "l", "", 1, anon); !errors.Is(err, tokens.ErrInvalidLease) {
 		t.Fatalf("Release empty holder = %v", err)
 	}
 	if _, err := s.Lease(ctx(t), "l"); !errors.Is(err, tokens.ErrLeaseNotFound) {
@@ -265,7 +299,7 @@ func testConcurrentAcquire(t *testing.T, f Factory) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			g, err := s.Acquire(ctx(t), "race", fmt.Sprintf("node-%d", i), 15*time.Second)
+			g, err := s.Acquire(ctx(t), "race", fmt.Sprintf("node-%d", i), 15*time.Second, anon)
 			var held *tokens.LeaseHeldError
 			switch {
 			case err == nil:
@@ -298,9 +332,9 @@ func testLeaseSurvivesRestart(t *testing.T, f Factory) {
 	if err != nil || l.Epoch != g.Epoch || l.Holder != "node-a" || !l.Held {
 		t.Fatalf("after restart: %+v, %v", l, err)
 	}
-	_, err = s2.Acquire(ctx(t), "durable-lease", "node-b", time.Second)
+	_, err = s2.Acquire(ctx(t), "durable-lease", "node-b", time.Second, anon)
 	mustBeHeld(t, err, "node-a", g.Epoch)
-	if _, err := s2.Renew(ctx(t), "durable-lease", "node-a", g.Epoch); err != nil {
+	if _, err := s2.Renew(ctx(t), "durable-lease", "node-a", g.Epoch, anon); err != nil {
 		t.Fatalf("renew after restart: %v", err)
 	}
 	mustCurrent(t, s2, "durable-lease", g.Epoch)
@@ -314,9 +348,9 @@ func testLeaseShared(t *testing.T, f Factory) {
 	}
 	s2 := f(t)
 	g := mustAcquire(t, s1, "shared-lease", "node-a", 15*time.Second)
-	_, err := s2.Acquire(ctx(t), "shared-lease", "node-b", 15*time.Second)
+	_, err := s2.Acquire(ctx(t), "shared-lease", "node-b", 15*time.Second, anon)
 	mustBeHeld(t, err, "node-a", g.Epoch)
-	if _, err := s2.Renew(ctx(t), "shared-lease", "node-a", g.Epoch); err != nil {
+	if _, err := s2.Renew(ctx(t), "shared-lease", "node-a", g.Epoch, anon); err != nil {
 		t.Fatalf("renew through another client: %v", err)
 	}
 	if _, err := s2.Advance(ctx(t), "shared-lease", g.Epoch+1); !errors.As(err, new(*tokens.EpochNotIssuedError)) {
@@ -326,4 +360,55 @@ func testLeaseShared(t *testing.T, f Factory) {
 	if err != nil || l.Holder != "node-a" || l.Epoch != g.Epoch {
 		t.Fatalf("Lease through another client = %+v, %v", l, err)
 	}
+}
+
+// testEpochExhausted: a raw write at 2^63-1 on a resource never leased is
+// admitted, and every later acquire of the name is refused with a verdict,
+// not an outage, changing nothing; as is re-acquiring a lease granted at
+// 2^63-1.
+func testEpochExhausted(t *testing.T, f Factory) {
+	s := f(t)
+	mustExhausted := func(t *testing.T, err error, name string) {
+		t.Helper()
+		var exhausted *tokens.EpochExhaustedError
+		if !errors.As(err, &exhausted) || exhausted.Name != name || exhausted.Epoch != math.MaxInt64 {
+			t.Fatalf("Acquire(%q) at the top = %v, want *EpochExhaustedError{%q, 2^63-1}", name, err, name)
+		}
+		if errors.As(err, new(*tokens.UnavailableError)) {
+			t.Fatalf("Acquire(%q) at the top = %v: a verdict, not an *UnavailableError", name, err)
+		}
+	}
+	mustAdvance(t, s, "top", math.MaxInt64)
+	for _, by := range []tokens.Caller{anon, {Name: "k1"}, {Name: "ops", Admin: true}} {
+		_, err := s.Acquire(ctx(t), "top", "node-a", 15*time.Second, by)
+		mustExhausted(t, err, "top")
+	}
+	if _, err := s.Lease(ctx(t), "top"); !errors.Is(err, tokens.ErrLeaseNotFound) {
+		t.Fatalf("refused grants left a lease: %v", err)
+	}
+	mustCurrent(t, s, "top", math.MaxInt64)
+	mustAdvance(t, s, "top", math.MaxInt64) // raw writes at the top still pass
+
+	// A lease granted the highest epoch can be renewed and released, never
+	// granted again.
+	mustAdvance(t, s, "near", math.MaxInt64-1)
+	g := mustAcquire(t, s, "near", "node-a", 15*time.Second)
+	if g.Epoch != math.MaxInt64 {
+		t.Fatalf("grant over HWM 2^63-2 = epoch %d", g.Epoch)
+	}
+	_, err := s.Acquire(ctx(t), "near", "node-a", 15*time.Second, anon)
+	mustExhausted(t, err, "near")
+	if _, err := s.Renew(ctx(t), "near", "node-a", g.Epoch, anon); err != nil {
+		t.Fatalf("renew at 2^63-1: %v", err)
+	}
+	if err := s.Release(ctx(t), "near", "node-a", g.Epoch, anon); err != nil {
+		t.Fatalf("release at 2^63-1: %v", err)
+	}
+	_, err = s.Acquire(ctx(t), "near", "node-b", 15*time.Second, anon)
+	mustExhausted(t, err, "near")
+	l, err := s.Lease(ctx(t), "near")
+	if err != nil || l.Epoch != math.MaxInt64 || l.Holder != "node-a" || l.Held {
+		t.Fatalf("lease after refused grants = %+v, %v", l, err)
+	}
+	mustCurrent(t, s, "near", math.MaxInt64)
 }
