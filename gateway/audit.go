@@ -5,22 +5,24 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/fencegw/fencegw/tokens"
 )
 
 // Rejection is one refused fenced write, as the audit keeps it.
 type Rejection struct {
-	Time           time.Time `json:"time"`
-	TraceID        string    `json:"trace_id,omitempty"`
-	SpanID         string    `json:"span_id,omitempty"`
-	Route          string    `json:"route"`
-	Resource       string    `json:"resource,omitempty"`
-	PresentedEpoch *int64    `json:"presented_epoch,omitempty"`
-	CurrentEpoch   *int64    `json:"current_epoch,omitempty"`
-	Holder         string    `json:"holder,omitempty"`
-	Decision       Decision  `json:"decision"`
-	Status         int       `json:"status"`
-	Method         string    `json:"method"`
-	Path           string    `json:"path"`
+	Time           time.Time       `json:"time"`
+	TraceID        string          `json:"trace_id,omitempty"`
+	SpanID         string          `json:"span_id,omitempty"`
+	Route          string          `json:"route"`
+	Resource       string          `json:"resource,omitempty"`
+	PresentedEpoch *int64          `json:"presented_epoch,omitempty"`
+	CurrentEpoch   *int64          `json:"current_epoch,omitempty"`
+	Holder         string          `json:"holder,omitempty"`
+	Decision       tokens.Decision `json:"decision"`
+	Status         int             `json:"status"`
+	Method         string          `json:"method"`
+	Path           string          `json:"path"`
 }
 
 // DefaultAuditSize is the number of refusals an Audit keeps by default.

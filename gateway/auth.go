@@ -91,13 +91,11 @@ func (ks APIKeys) requireKey(allowed func(k *APIKey, r *http.Request) bool) func
 			k, ok := ks.lookup(r)
 			if !ok {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="fencegw"`)
-				writeProblem(w, r, Problem{Type: TypeUnauthorized, Title: "API key required", Status: http.StatusUnauthorized,
-					Detail: "send a valid API key as Authorization: Bearer <key>"})
+				writeError(w, r, errNoAPIKey)
 				return
 			}
 			if !allowed(k, r) {
-				writeProblem(w, r, Problem{Type: TypeForbidden, Title: "API key not allowed here", Status: http.StatusForbidden,
-					Detail: "the key " + k.Name + " may not use " + r.URL.Path})
+				writeError(w, r, refuse(KindForbidden, "the key "+k.Name+" may not use "+r.URL.Path))
 				return
 			}
 			next.ServeHTTP(w, r.WithContext(withAPIKey(r.Context(), k)))

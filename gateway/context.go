@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/fencegw/fencegw/policy"
+	"github.com/fencegw/fencegw/tokens"
 )
 
 type ctxKey int
@@ -15,11 +16,7 @@ const (
 )
 
 // Admission records an admitted fenced request.
-type Admission struct {
-	Resource string
-	Epoch    int64
-	Holder   string
-}
+type Admission = tokens.Admission
 
 // RouteFrom returns the route the request matched, if any.
 func RouteFrom(ctx context.Context) (*policy.Route, bool) {

@@ -3,10 +3,11 @@ package gateway
 import (
 	"context"
 	"encoding/json"
-	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -97,12 +98,13 @@ func NewControlRouter(o ControlOptions) chi.Router {
 	r := chi.NewRouter()
 	r.Use(nameSpanByRoute)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		writeProblem(w, r, Problem{Type: TypeNotFound, Title: "Not found", Status: http.StatusNotFound,
-			Detail: "no control API endpoint at " + r.URL.Path})
+		writeError(w, r, refuse(KindNotFound, "no control API endpoint at "+r.URL.Path))
 	})
+	mux := r
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		writeProblem(w, r, Problem{Type: TypeMethodNotAllowed, Title: "Method not allowed", Status: http.StatusMethodNotAllowed,
-			Detail: r.Method + " is not allowed on " + r.URL.Path})
+		allowed := allowedMethods(mux, r.URL.Path)
+		w.Header().Set("Allow", strings.Join(allowed, ", "))
+		writeError(w, r, refuse(KindNotAllowed, r.Method+" is not allowed on "+r.URL.Path+"; allowed: "+strings.Join(allowed, ", ")))
 	})
 	r.Get("/healthz", c.healthz)
 	r.Get("/readyz", c.readyz)
@@ -135,16 +137,14 @@ func (c *control) healthz(w http.ResponseWriter, _ *http.Request) {
 
 func (c *control) readyz(w http.ResponseWriter, r *http.Request) {
 	if c.Draining != nil && c.Draining.Load() {
-		writeProblem(w, r, Problem{Type: TypeDraining, Title: "Shutting down", Status: http.StatusServiceUnavailable,
-			Detail: "the gateway is draining in-flight requests before it stops", retryAfter: 1})
+		writeError(w, r, refuse(KindDraining, "the gateway is draining in-flight requests before it stops"))
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), c.ReadyTimeout)
 	defer cancel()
 	if err := c.Fence.Store().Ping(ctx); err != nil {
 		c.Logger.LogAttrs(r.Context(), slog.LevelWarn, "not ready", slog.String("error", err.Error()))
-		writeProblem(w, r, Problem{Type: TypeStoreUnavailable, Title: "Fencing store unavailable",
-			Status: http.StatusServiceUnavailable, Detail: "the store does not answer", retryAfter: 1})
+		writeError(w, r, refuseCause(KindStoreUnavailable, "the store does not answer", err))
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
@@ -161,25 +161,32 @@ func (c *control) getFence(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		err = tokens.ValidateResource(resource)
 	}
-	if err != nil {
-		writeProblem(w, r, Problem{Type: TypeBadResource, Title: "Invalid resource name", Status: http.StatusBadRequest,
-			Detail: err.Error()})
-		return
-	}
-	epoch, err := c.Fence.Current(r.Context(), resource)
-	if err != nil {
-		if errors.Is(err, tokens.ErrInvalidResource) {
-			writeProblem(w, r, Problem{Type: TypeBadResource, Title: "Invalid resource name", Status: http.StatusBadRequest,
-				Detail: err.Error()})
+	if err == nil {
+		var epoch int64
+		if epoch, err = c.Fence.Current(r.Context(), resource); err == nil {
+			writeJSON(w, http.StatusOK, FenceState{Resource: resource, Epoch: epoch})
 			return
 		}
-		c.Logger.LogAttrs(r.Context(), slog.LevelWarn, "read fence failed", slog.String("resource", resource),
-			slog.String("error", err.Error()))
-		writeProblem(w, r, Problem{Type: TypeStoreUnavailable, Title: "Fencing store unavailable",
-			Status: http.StatusServiceUnavailable, Detail: "the store could not be read", Resource: resource, retryAfter: 1})
-		return
 	}
-	writeJSON(w, http.StatusOK, FenceState{Resource: resource, Epoch: epoch})
+	p := problemOf(err)
+	if p.cause != nil {
+		p.Detail, p.Resource = "the store could not be read", resource
+		c.Logger.LogAttrs(r.Context(), slog.LevelWarn, "read fence failed", slog.String("resource", resource),
+			slog.String("error", p.cause.Error()))
+	}
+	writeProblem(w, r, p)
+}
+
+// allowedMethods lists the methods router serves path with.
+func allowedMethods(router chi.Routes, path string) []string {
+	var allowed []string
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions} {
+		if router.Match(chi.NewRouteContext(), m, path) {
+			allowed = append(allowed, m)
+		}
+	}
+	return allowed
 }
 
 func (c *control) jwks(w http.ResponseWriter, r *http.Request) {
@@ -187,8 +194,7 @@ func (c *control) jwks(w http.ResponseWriter, r *http.Request) {
 	if c.JWKS != nil {
 		var err error
 		if body, err = c.JWKS(); err != nil {
-			writeProblem(w, r, Problem{Type: TypeInternal, Title: "Key set unavailable", Status: http.StatusInternalServerError,
-				Detail: err.Error()})
+			writeError(w, r, refuse(KindInternal, "the key set is unavailable: "+err.Error()))
 			return
 		}
 	}
@@ -219,7 +225,11 @@ func pathParam(r *http.Request, key string) (string, error) {
 	if r.URL.RawPath == "" {
 		return v, nil
 	}
-	return url.PathUnescape(v)
+	u, err := url.PathUnescape(v)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", tokens.ErrInvalidResource, err)
+	}
+	return u, nil
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

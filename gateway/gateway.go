@@ -95,9 +95,7 @@ func LimitBody(max int64) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.ContentLength > max {
-				writeProblem(w, r, Problem{Type: TypeBodyTooLarge, Title: "Request body too large",
-					Status: http.StatusRequestEntityTooLarge,
-					Detail: fmt.Sprintf("the request body of %d bytes exceeds %d bytes", r.ContentLength, max)})
+				writeError(w, r, refuse(KindBodyTooLarge, fmt.Sprintf("the request body of %d bytes exceeds %d bytes", r.ContentLength, max)))
 				return
 			}
 			if r.Body != nil && r.Body != http.NoBody {

@@ -106,13 +106,6 @@ func (w *guardWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // writeFramingProblem answers a request that broke framing, and closes
 // the connection.
 func writeFramingProblem(w http.ResponseWriter, r *http.Request, fe *FramingError) {
-	p := Problem{Type: TypeBadFraming, Title: "Request framing is invalid", Status: fe.Status, Detail: fe.Detail}
-	switch fe.Status {
-	case http.StatusRequestHeaderFieldsTooLarge:
-		p.Type, p.Title = TypeHeaderTooLarge, "Request head too large"
-	case http.StatusNotImplemented:
-		p.Type, p.Title = TypeUnsupportedCoding, "Transfer coding not implemented"
-	}
 	w.Header().Set("Connection", "close")
-	writeProblem(w, r, p)
+	writeError(w, r, fe)
 }

@@ -158,8 +158,7 @@ func (c *control) caller(w http.ResponseWriter, r *http.Request) (tokens.Caller,
 	by, ok := c.Keys.caller(r)
 	if !ok {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="fencegw"`)
-		writeProblem(w, r, Problem{Type: TypeUnauthorized, Title: "API key required", Status: http.StatusUnauthorized,
-			Detail: "send a valid API key as Authorization: Bearer <key>"})
+		writeError(w, r, errNoAPIKey)
 	}
 	return by, ok
 }
@@ -186,8 +185,7 @@ func (c *control) writeLease(w http.ResponseWriter, r *http.Request, l tokens.Le
 	if c.Issuer != nil {
 		tok, exp, err := c.Issuer.Issue(l.Holder, l.Name, l.Epoch)
 		if err != nil {
-			writeProblem(w, r, Problem{Type: TypeInternal, Title: "Token could not be signed", Status: http.StatusInternalServerError,
-				Detail: err.Error()})
+			writeError(w, r, refuse(KindInternal, "the token could not be signed: "+err.Error()))
 			return
 		}
 		st.Token = tok
@@ -201,57 +199,36 @@ func leaseState(l tokens.Lease) LeaseState {
 		TTLSeconds: l.TTL.Seconds(), Held: l.Held, Owner: l.Owner}
 }
 
-// leaseError maps a lease operation's error to its answer. Refusals carry
-// no token: a token is only ever signed for a grant the caller may use.
+// leaseError answers a lease operation's error (see problemOf), logging
+// what an operator should see: refusals that no retry can cure, refused
+// renewals and releases, and failures with their cause.
 func (c *control) leaseError(w http.ResponseWriter, r *http.Request, op, name string, err error) {
+	p := problemOf(err)
+	p.Lease = name
+	attrs := []slog.Attr{slog.String("lease", name), slog.String("type", p.Type)}
 	var (
-		held      *tokens.LeaseHeldError
-		lost      *tokens.LeaseLostError
 		owned     *tokens.LeaseOwnedError
 		exhausted *tokens.EpochExhaustedError
+		lost      *tokens.LeaseLostError
 	)
 	switch {
 	case errors.As(err, &owned):
-		// Not retryable: the grant stays the owner's until it lapses or
-		// is released, and this key may not act for it.
-		c.Logger.LogAttrs(r.Context(), slog.LevelWarn, "lease "+op+" refused: owned by another key", slog.String("lease", name),
-			slog.String("owner", owned.Owner), slog.String("caller", owned.Caller))
-		writeProblem(w, r, Problem{Type: TypeLeaseOwned, Title: "Lease owned by another API key", Status: http.StatusForbidden,
-			Detail: owned.Error(), Lease: name, Owner: owned.Owner})
+		c.Logger.LogAttrs(r.Context(), slog.LevelWarn, "lease "+op+" refused: owned by another key",
+			append(attrs, slog.String("owner", owned.Owner), slog.String("caller", owned.Caller))...)
 	case errors.As(err, &exhausted):
-		// Not retryable: no epoch above 2^63-1 exists, so no grant of
-		// this name can ever fence its resource again.
-		c.Logger.LogAttrs(r.Context(), slog.LevelError, "lease "+op+" refused: epoch space exhausted", slog.String("lease", name),
-			slog.Int64("epoch", exhausted.Epoch))
-		writeProblem(w, r, Problem{Type: TypeEpochExhausted, Title: "Epoch space exhausted", Status: http.StatusConflict,
-			Detail: exhausted.Error() + "; lease another name", Lease: name, CurrentEpoch: epochPtr(exhausted.Epoch)})
-	case errors.As(err, &held):
-		retry := int(math.Ceil(time.Until(held.ExpiresAt).Seconds()))
-		exp := held.ExpiresAt.UTC()
-		writeProblem(w, r, Problem{Type: TypeLeaseHeld, Title: "Lease held by another holder", Status: http.StatusConflict,
-			Detail: held.Error(), Lease: name, Holder: held.Holder, ExpiresAt: &exp, CurrentEpoch: epochPtr(held.Epoch),
-			retryAfter: max(retry, 1)})
+		c.Logger.LogAttrs(r.Context(), slog.LevelError, "lease "+op+" refused: epoch space exhausted",
+			append(attrs, slog.Int64("epoch", exhausted.Epoch))...)
 	case errors.As(err, &lost):
-		p := Problem{Type: TypeLeaseLost, Title: "Lease not held", Status: http.StatusConflict,
-			Detail: lost.Error(), Lease: name, PresentedEpoch: epochPtr(lost.Epoch)}
-		if lost.Current.Epoch > 0 {
-			p.CurrentEpoch = epochPtr(lost.Current.Epoch)
-			p.Holder = lost.Current.Holder
-		}
-		c.Logger.LogAttrs(r.Context(), slog.LevelInfo, "lease "+op+" refused", slog.String("lease", name),
-			slog.String("holder", lost.Holder), slog.Int64("epoch", lost.Epoch), slog.String("reason", lost.Reason))
-		writeProblem(w, r, p)
-	case errors.Is(err, tokens.ErrLeaseNotFound):
-		writeProblem(w, r, Problem{Type: TypeNotFound, Title: "Lease not found", Status: http.StatusNotFound,
-			Detail: "no lease named " + strconv.Quote(name) + " was ever acquired", Lease: name})
-	case errors.Is(err, tokens.ErrInvalidLease), errors.Is(err, tokens.ErrInvalidResource):
-		badRequest(w, r, err.Error())
-	default:
-		c.Logger.LogAttrs(r.Context(), slog.LevelWarn, "lease "+op+" failed", slog.String("lease", name),
-			slog.String("error", err.Error()))
-		writeProblem(w, r, Problem{Type: TypeStoreUnavailable, Title: "Fencing store unavailable",
-			Status: http.StatusServiceUnavailable, Detail: "the store could not confirm the " + op, Lease: name, retryAfter: 1})
+		c.Logger.LogAttrs(r.Context(), slog.LevelInfo, "lease "+op+" refused", append(attrs, slog.String("holder", lost.Holder),
+			slog.Int64("epoch", lost.Epoch), slog.String("reason", lost.Reason))...)
+	case p.cause != nil:
+		p.Detail = "the store could not confirm the " + op
+		c.Logger.LogAttrs(r.Context(), slog.LevelWarn, "lease "+op+" failed", append(attrs, slog.String("error", p.cause.Error()))...)
 	}
+	if errors.Is(err, tokens.ErrLeaseNotFound) {
+		p.Detail = "no lease named " + strconv.Quote(name) + " was ever acquired"
+	}
+	writeProblem(w, r, p)
 }
 
 func leaseName(w http.ResponseWriter, r *http.Request) (string, bool) {
@@ -260,8 +237,7 @@ func leaseName(w http.ResponseWriter, r *http.Request) (string, bool) {
 		err = tokens.ValidateResource(name)
 	}
 	if err != nil {
-		writeProblem(w, r, Problem{Type: TypeBadResource, Title: "Invalid lease name", Status: http.StatusBadRequest,
-			Detail: err.Error()})
+		writeError(w, r, err)
 		return "", false
 	}
 	return name, true
@@ -284,5 +260,5 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 }
 
 func badRequest(w http.ResponseWriter, r *http.Request, detail string) {
-	writeProblem(w, r, Problem{Type: TypeBadRequest, Title: "Bad request", Status: http.StatusBadRequest, Detail: detail})
+	writeError(w, r, refuse(KindBadRequest, detail))
 }

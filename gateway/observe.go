@@ -119,9 +119,9 @@ func (o *Observer) span(ctx context.Context, name string, attrs ...attribute.Key
 // recordDecision puts a fencing decision on the request's span, adds the
 // stale-write event, and counts it. p is nil for an admission.
 func (o *Observer) recordDecision(r *http.Request, rt *policy.Route, a Admission, p *Problem) {
-	d := DecisionAdmitted
+	d := tokens.DecisionAdmitted
 	if p != nil {
-		d = decisionOf(p)
+		d = p.Decision()
 	}
 	span := trace.SpanFromContext(r.Context())
 	span.SetName(r.Method + " " + rt.Prefix)
@@ -142,7 +142,7 @@ func (o *Observer) recordDecision(r *http.Request, rt *policy.Route, a Admission
 		attrs = append(attrs, AttrHolder.String(a.Holder))
 	}
 	span.SetAttributes(attrs...)
-	if d == DecisionStale {
+	if d == tokens.DecisionStale {
 		span.AddEvent(EventStaleWriteRejected, trace.WithAttributes(attrs...))
 	}
 	o.decisions.Add(r.Context(), 1, metric.WithAttributes(attribute.String("route", rt.Name), attribute.String("decision", string(d))))
@@ -154,7 +154,7 @@ func (o *Observer) audit(r *http.Request, a Admission, p *Problem) {
 		return
 	}
 	rej := Rejection{Time: time.Now().UTC(), Route: p.Route, Resource: p.Resource, PresentedEpoch: p.PresentedEpoch,
-		CurrentEpoch: p.CurrentEpoch, Holder: a.Holder, Decision: decisionOf(p), Status: p.Status,
+		CurrentEpoch: p.CurrentEpoch, Holder: a.Holder, Decision: p.Decision(), Status: p.Status,
 		Method: r.Method, Path: r.URL.Path}
 	if rej.Resource == "" {
 		rej.Resource = a.Resource

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/fencegw/fencegw/tokens"
 )
 
 // Problem is an RFC 9457 problem document with fencegw's extension members.
@@ -36,50 +38,23 @@ type Problem struct {
 	retryAfter int
 	// cause is the failure behind a 503, logged, never sent.
 	cause error
+	// kind is the catalogue entry the problem was made from.
+	kind ProblemKind
 }
+
+// Decision is the fencing decision the problem reports, if it refuses a
+// fenced write.
+func (p *Problem) Decision() tokens.Decision { return p.kind.Decision }
 
 // ProblemContentType is the media type of problem documents.
 const ProblemContentType = "application/problem+json"
 
-// Problem types, one per kind of answer the gateway gives itself.
-const (
-	TypeStaleEpoch       = "urn:fencegw:problem:stale-epoch"
-	TypeTokenRequired    = "urn:fencegw:problem:token-required"
-	TypeMalformedToken   = "urn:fencegw:problem:malformed-token"
-	TypeBadResource      = "urn:fencegw:problem:bad-resource"
-	TypeBadPath          = "urn:fencegw:problem:bad-path"
-	TypeBadMethod        = "urn:fencegw:problem:bad-method"
-	TypeNoRoute          = "urn:fencegw:problem:no-route"
-	TypeStoreUnavailable = "urn:fencegw:problem:store-unavailable"
-	TypeUpstreamFailed   = "urn:fencegw:problem:upstream-unavailable"
-	TypeUpstreamTimeout  = "urn:fencegw:problem:upstream-timeout"
-	TypeBodyTooLarge     = "urn:fencegw:problem:body-too-large"
-	TypeNotFound         = "urn:fencegw:problem:not-found"
-	TypeMethodNotAllowed = "urn:fencegw:problem:method-not-allowed"
-	TypeUnauthenticated  = "urn:fencegw:problem:unauthenticated-token"
-	TypeWrongResource    = "urn:fencegw:problem:wrong-resource"
-	TypeEpochNotIssued   = "urn:fencegw:problem:epoch-not-issued"
-	TypeLeaseHeld        = "urn:fencegw:problem:lease-held"
-	TypeLeaseLost        = "urn:fencegw:problem:lease-lost"
-	TypeLeaseOwned       = "urn:fencegw:problem:lease-owned"
-	TypeEpochExhausted   = "urn:fencegw:problem:epoch-exhausted"
-	TypeBadRequest       = "urn:fencegw:problem:bad-request"
-	TypeUnauthorized     = "urn:fencegw:problem:unauthorized"
-	TypeForbidden        = "urn:fencegw:problem:forbidden"
-	TypeInternal         = "urn:fencegw:problem:internal"
-	TypeDraining         = "urn:fencegw:problem:draining"
-	// TypeBadFraming (400): the request broke HTTP/1.1 message framing
-	// (Content-Length with Transfer-Encoding, several Content-Lengths, bare
-	// LF or CR, obs-fold, a bad chunk...); nothing of it was forwarded.
-	TypeBadFraming = "urn:fencegw:problem:bad-framing"
-	// TypeHeaderTooLarge (431): the request head exceeds max_header_bytes
-	// plus 4 KiB.
-	TypeHeaderTooLarge = "urn:fencegw:problem:header-too-large"
-	// TypeUnsupportedCoding (501): a Transfer-Encoding other than chunked.
-	TypeUnsupportedCoding = "urn:fencegw:problem:unsupported-transfer-coding"
-)
-
 func epochPtr(e int64) *int64 { return &e }
+
+// writeError answers r with the problem err stands for (see problemOf).
+func writeError(w http.ResponseWriter, r *http.Request, err error) {
+	writeProblem(w, r, problemOf(err))
+}
 
 // writeProblem sends p as the answer to r, naming r's trace.
 func writeProblem(w http.ResponseWriter, r *http.Request, p Problem) {

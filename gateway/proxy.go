@@ -130,29 +130,28 @@ func proxyErrorHandler(log *slog.Logger) func(http.ResponseWriter, *http.Request
 			writeFramingProblem(w, r, fe)
 			return
 		}
-		p := Problem{Route: rt.Name}
-		if a, ok := AdmissionFrom(r.Context()); ok {
-			p.Resource, p.PresentedEpoch = a.Resource, epochPtr(a.Epoch)
-		}
-		var tooLarge *http.MaxBytesError
-		switch {
-		case errors.Is(err, context.Canceled) && errors.Is(r.Context().Err(), context.Canceled):
+		if errors.Is(err, context.Canceled) && errors.Is(r.Context().Err(), context.Canceled) {
 			log.LogAttrs(r.Context(), slog.LevelInfo, "client went away", slog.String("route", rt.Name),
 				slog.Int("status", StatusClientClosedRequest))
 			w.WriteHeader(StatusClientClosedRequest)
 			return
+		}
+		cause := err
+		var tooLarge *http.MaxBytesError
+		switch {
 		case errors.As(err, &tooLarge):
-			p.Type, p.Title, p.Status = TypeBodyTooLarge, "Request body too large", http.StatusRequestEntityTooLarge
-			p.Detail = "the request body exceeds " + strconv.FormatInt(tooLarge.Limit, 10) + " bytes"
 		case isTimeout(err):
-			p.Type, p.Title, p.Status = TypeUpstreamTimeout, "Upstream timed out", http.StatusGatewayTimeout
-			p.Detail = "the upstream did not answer in time; the write may or may not have taken effect"
+			err = refuseCause(KindUpstreamSlow, "the upstream did not answer in time; the write may or may not have taken effect", err)
 		default:
-			p.Type, p.Title, p.Status = TypeUpstreamFailed, "Upstream unavailable", http.StatusBadGateway
-			p.Detail = "the upstream could not be reached or broke the connection"
+			err = refuseCause(KindUpstream, "the upstream could not be reached or broke the connection", err)
+		}
+		p := problemOf(err)
+		p.Route = rt.Name
+		if a, ok := AdmissionFrom(r.Context()); ok {
+			p.Resource, p.PresentedEpoch = a.Resource, epochPtr(a.Epoch)
 		}
 		log.LogAttrs(r.Context(), slog.LevelWarn, "upstream failed", slog.String("route", rt.Name),
-			slog.Int("status", p.Status), slog.String("error", err.Error()))
+			slog.Int("status", p.Status), slog.String("error", cause.Error()))
 		writeProblem(w, r, p)
 	}
 }

@@ -36,8 +36,7 @@ func MatchRoute(routes *Routes) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if err := policy.CheckMethod(r.Method); err != nil {
-				writeProblem(w, r, Problem{Type: TypeBadMethod, Title: "Request method is not upper case", Status: http.StatusBadRequest,
-					Detail: err.Error()})
+				writeError(w, r, err)
 				return
 			}
 			err := policy.CheckPath(r.URL.Path)
@@ -45,14 +44,12 @@ func MatchRoute(routes *Routes) func(http.Handler) http.Handler {
 				err = policy.CheckEscapedPath(r.URL.EscapedPath())
 			}
 			if err != nil {
-				writeProblem(w, r, Problem{Type: TypeBadPath, Title: "Request path is not clean", Status: http.StatusBadRequest,
-					Detail: err.Error()})
+				writeError(w, r, err)
 				return
 			}
 			rt := routes.Table().Match(r)
 			if rt == nil {
-				writeProblem(w, r, Problem{Type: TypeNoRoute, Title: "No route serves this path", Status: http.StatusNotFound,
-					Detail: fmt.Sprintf("no route for host %q and path %q", r.Host, r.URL.Path)})
+				writeError(w, r, refuse(KindNoRoute, fmt.Sprintf("no route for host %q and path %q", r.Host, r.URL.Path)))
 				return
 			}
 			next.ServeHTTP(w, r.WithContext(withRoute(r.Context(), rt)))

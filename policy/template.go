@@ -7,6 +7,8 @@ import (
 	"net/textproto"
 	"strconv"
 	"strings"
+
+	"github.com/fencegw/fencegw/tokens"
 )
 
 // Template names a request's resource. It is literal text with
@@ -36,14 +38,15 @@ type part struct {
 	segment int    // 1-based segment index
 }
 
-// ErrUnresolved means a template could not be rendered for a request: a
-// segment or header it names is missing or empty.
-var ErrUnresolved = errors.New("resource cannot be determined from the request")
+// ErrUnresolved means a request's resource could not be named: a segment
+// or header the template names is missing or empty, or the header that
+// names it is ambiguous. It is the domain's tokens.ErrNoResource.
+var ErrUnresolved = tokens.ErrNoResource
 
 // ErrAmbiguousHeader means the header that names a request's resource
 // could reach the upstream as another value than the fence read: a twin
-// spelling, a Connection listing, a list value.
-var ErrAmbiguousHeader = errors.New("resource header is ambiguous")
+// spelling, a Connection listing, a list value. It wraps ErrUnresolved.
+var ErrAmbiguousHeader = fmt.Errorf("%w: its header is ambiguous", ErrUnresolved)
 
 // ParseTemplate parses src. Errors say what is wrong and where.
 func ParseTemplate(src string) (*Template, error) {

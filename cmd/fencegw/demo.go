@@ -716,7 +716,7 @@ func (w *demoWorld) story(ctx context.Context) error {
 	if err := w.getJSON(ctx, "/v1/audit/rejections?resource="+demoResource, &audit); err != nil {
 		return fmt.Errorf("gateway: %w", err)
 	}
-	if len(audit.Rejections) != 1 || audit.Rejections[0].TraceID != p.TraceID || audit.Rejections[0].Decision != gateway.DecisionStale {
+	if len(audit.Rejections) != 1 || audit.Rejections[0].TraceID != p.TraceID || audit.Rejections[0].Decision != tokens.DecisionStale {
 		return fmt.Errorf("gateway: the audit should list the one stale write, of trace %s; it lists %+v", p.TraceID, audit.Rejections)
 	}
 	n.say("gateway", "the email API never saw it; GET /v1/audit/rejections lists it: decision stale, trace %s", p.TraceID)

@@ -1,0 +1,66 @@
+package gateway
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/fencegw/fencegw/tokens"
+)
+
+// staleProblem answers a stale epoch: below the HWM, or one an epoch
+// source no longer vouches for (its reason says why).
+func staleProblem(e *tokens.StaleEpochError) Problem {
+	detail := fmt.Sprintf("epoch %d is below the current epoch %d of %q", e.Presented, e.Current, e.Resource)
+	if e.Reason != "" {
+		detail = fmt.Sprintf("epoch %d of %q no longer leads: %s", e.Presented, e.Resource, e.Reason)
+	}
+	p := KindStaleEpoch.problem(detail)
+	p.Resource, p.PresentedEpoch, p.CurrentEpoch = e.Resource, epochPtr(e.Presented), epochPtr(e.Current)
+	return p
+}
+
+// leaseProblem answers a lease store's refusal. None carries a token: a
+// token is only ever signed for a grant the caller may use.
+func leaseProblem(err error) Problem {
+	var (
+		held      *tokens.LeaseHeldError
+		lost      *tokens.LeaseLostError
+		owned     *tokens.LeaseOwnedError
+		exhausted *tokens.EpochExhaustedError
+	)
+	switch {
+	case errors.As(err, &owned):
+		// Not retryable: the grant stays the owner's until it lapses or
+		// is released, and this key may not act for it.
+		p := KindLeaseOwned.problem(owned.Error())
+		p.Owner = owned.Owner
+		return p
+	case errors.As(err, &exhausted):
+		// Not retryable: no epoch above 2^63-1 exists.
+		p := KindEpochExhausted.problem(exhausted.Error() + "; lease another name")
+		p.CurrentEpoch = epochPtr(exhausted.Epoch)
+		return p
+	case errors.As(err, &held):
+		exp := held.ExpiresAt.UTC()
+		p := KindLeaseHeld.problem(held.Error())
+		p.Holder, p.ExpiresAt, p.CurrentEpoch = held.Holder, &exp, epochPtr(held.Epoch)
+		p.retryAfter = max(int(math.Ceil(time.Until(held.ExpiresAt).Seconds())), 1)
+		return p
+	}
+	errors.As(err, &lost)
+	p := KindLeaseLost.problem(lost.Error())
+	p.PresentedEpoch = epochPtr(lost.Epoch)
+	if lost.Current.Epoch > 0 {
+		p.CurrentEpoch = epochPtr(lost.Current.Epoch)
+		p.Holder = lost.Current.Holder
+	}
+	return p
+}
+
+func bodyTooLargeDetail(e *http.MaxBytesError) string {
+	return "the request body exceeds " + strconv.FormatInt(e.Limit, 10) + " bytes"
+}

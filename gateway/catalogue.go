@@ -1,0 +1,203 @@
+package gateway
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/fencegw/fencegw/policy"
+	"github.com/fencegw/fencegw/tokens"
+)
+
+// Problem types, one per kind of answer the gateway gives itself.
+const (
+	TypeStaleEpoch       = "urn:fencegw:problem:stale-epoch"
+	TypeTokenRequired    = "urn:fencegw:problem:token-required"
+	TypeMalformedToken   = "urn:fencegw:problem:malformed-token"
+	TypeBadResource      = "urn:fencegw:problem:bad-resource"
+	TypeBadPath          = "urn:fencegw:problem:bad-path"
+	TypeBadMethod        = "urn:fencegw:problem:bad-method"
+	TypeNoRoute          = "urn:fencegw:problem:no-route"
+	TypeStoreUnavailable = "urn:fencegw:problem:store-unavailable"
+	TypeUpstreamFailed   = "urn:fencegw:problem:upstream-unavailable"
+	TypeUpstreamTimeout  = "urn:fencegw:problem:upstream-timeout"
+	TypeBodyTooLarge     = "urn:fencegw:problem:body-too-large"
+	TypeNotFound         = "urn:fencegw:problem:not-found"
+	TypeMethodNotAllowed = "urn:fencegw:problem:method-not-allowed"
+	TypeUnauthenticated  = "urn:fencegw:problem:unauthenticated-token"
+	TypeWrongResource    = "urn:fencegw:problem:wrong-resource"
+	TypeEpochNotIssued   = "urn:fencegw:problem:epoch-not-issued"
+	TypeLeaseHeld        = "urn:fencegw:problem:lease-held"
+	TypeLeaseLost        = "urn:fencegw:problem:lease-lost"
+	TypeLeaseOwned       = "urn:fencegw:problem:lease-owned"
+	TypeEpochExhausted   = "urn:fencegw:problem:epoch-exhausted"
+	TypeBadRequest       = "urn:fencegw:problem:bad-request"
+	TypeUnauthorized     = "urn:fencegw:problem:unauthorized"
+	TypeForbidden        = "urn:fencegw:problem:forbidden"
+	TypeInternal         = "urn:fencegw:problem:internal"
+	TypeDraining         = "urn:fencegw:problem:draining"
+	// TypeBadFraming (400): the request broke HTTP/1.1 message framing
+	// (Content-Length with Transfer-Encoding, several Content-Lengths, bare
+	// LF or CR, obs-fold, a bad chunk...); nothing of it was forwarded.
+	TypeBadFraming = "urn:fencegw:problem:bad-framing"
+	// TypeHeaderTooLarge (431): the request head exceeds max_header_bytes
+	// plus 4 KiB.
+	TypeHeaderTooLarge = "urn:fencegw:problem:header-too-large"
+	// TypeUnsupportedCoding (501): a Transfer-Encoding other than chunked.
+	TypeUnsupportedCoding = "urn:fencegw:problem:unsupported-transfer-coding"
+)
+
+// ProblemKind is one entry of the problem catalogue: a kind of answer the
+// gateway gives itself. Its type, title and status never vary; the detail
+// and the extension members come from the error being answered.
+type ProblemKind struct {
+	Type   string
+	Title  string
+	Status int
+	// Decision is the fencing decision this answer reports when it refuses
+	// a fenced write; empty for answers that are not fencing decisions.
+	Decision tokens.Decision
+	// RetryAfter, when positive, is the Retry-After it sends, in seconds
+	// (a lease-held answer computes its own).
+	RetryAfter int
+}
+
+// The catalogue. Every answer the gateway gives itself is one of these.
+var (
+	KindStaleEpoch       = ProblemKind{TypeStaleEpoch, "Stale fencing epoch", http.StatusPreconditionFailed, tokens.DecisionStale, 0}
+	KindTokenRequired    = ProblemKind{TypeTokenRequired, "Fencing token required", http.StatusPreconditionRequired, tokens.DecisionMissing, 0}
+	KindMalformedToken   = ProblemKind{TypeMalformedToken, "Malformed fencing token", http.StatusBadRequest, tokens.DecisionInvalid, 0}
+	KindUnauthenticated  = ProblemKind{TypeUnauthenticated, "Fencing token not authentic", http.StatusUnauthorized, tokens.DecisionForged, 0}
+	KindWrongResource    = ProblemKind{TypeWrongResource, "Token issued for another resource", http.StatusForbidden, tokens.DecisionForbidden, 0}
+	KindEpochNotIssued   = ProblemKind{TypeEpochNotIssued, "Epoch was never issued", http.StatusForbidden, tokens.DecisionForbidden, 0}
+	KindBadResource      = ProblemKind{TypeBadResource, "Resource cannot be determined", http.StatusBadRequest, tokens.DecisionInvalid, 0}
+	KindStoreUnavailable = ProblemKind{TypeStoreUnavailable, "Fencing store unavailable", http.StatusServiceUnavailable, tokens.DecisionUnavailable, 1}
+
+	KindBadPath       = ProblemKind{TypeBadPath, "Request path is not clean", http.StatusBadRequest, "", 0}
+	KindBadMethod     = ProblemKind{TypeBadMethod, "Request method is not upper case", http.StatusBadRequest, "", 0}
+	KindNoRoute       = ProblemKind{TypeNoRoute, "No route serves this path", http.StatusNotFound, "", 0}
+	KindBodyTooLarge  = ProblemKind{TypeBodyTooLarge, "Request body too large", http.StatusRequestEntityTooLarge, "", 0}
+	KindBadFraming    = ProblemKind{TypeBadFraming, "Request framing is invalid", http.StatusBadRequest, "", 0}
+	KindHeadTooLarge  = ProblemKind{TypeHeaderTooLarge, "Request head too large", http.StatusRequestHeaderFieldsTooLarge, "", 0}
+	KindCodingUnknown = ProblemKind{TypeUnsupportedCoding, "Transfer coding not implemented", http.StatusNotImplemented, "", 0}
+	KindUpstream      = ProblemKind{TypeUpstreamFailed, "Upstream unavailable", http.StatusBadGateway, "", 0}
+	KindUpstreamSlow  = ProblemKind{TypeUpstreamTimeout, "Upstream timed out", http.StatusGatewayTimeout, "", 0}
+
+	KindLeaseHeld      = ProblemKind{TypeLeaseHeld, "Lease held by another holder", http.StatusConflict, "", 0}
+	KindLeaseLost      = ProblemKind{TypeLeaseLost, "Lease not held", http.StatusConflict, "", 0}
+	KindLeaseOwned     = ProblemKind{TypeLeaseOwned, "Lease owned by another API key", http.StatusForbidden, "", 0}
+	KindEpochExhausted = ProblemKind{TypeEpochExhausted, "Epoch space exhausted", http.StatusConflict, "", 0}
+	KindNotFound       = ProblemKind{TypeNotFound, "Not found", http.StatusNotFound, "", 0}
+	KindNotAllowed     = ProblemKind{TypeMethodNotAllowed, "Method not allowed", http.StatusMethodNotAllowed, "", 0}
+	KindBadRequest     = ProblemKind{TypeBadRequest, "Bad request", http.StatusBadRequest, "", 0}
+	KindUnauthorized   = ProblemKind{TypeUnauthorized, "API key required", http.StatusUnauthorized, "", 0}
+	KindForbidden      = ProblemKind{TypeForbidden, "API key not allowed here", http.StatusForbidden, "", 0}
+	KindInternal       = ProblemKind{TypeInternal, "Internal error", http.StatusInternalServerError, "", 0}
+	KindDraining       = ProblemKind{TypeDraining, "Shutting down", http.StatusServiceUnavailable, "", 1}
+)
+
+// ProblemKinds returns the whole catalogue (openapi.yaml is checked
+// against it).
+func ProblemKinds() []ProblemKind {
+	return []ProblemKind{KindStaleEpoch, KindTokenRequired, KindMalformedToken, KindUnauthenticated, KindWrongResource,
+		KindEpochNotIssued, KindBadResource, KindStoreUnavailable, KindBadPath, KindBadMethod, KindNoRoute, KindBodyTooLarge,
+		KindBadFraming, KindHeadTooLarge, KindCodingUnknown, KindUpstream, KindUpstreamSlow, KindLeaseHeld, KindLeaseLost,
+		KindLeaseOwned, KindEpochExhausted, KindNotFound, KindNotAllowed, KindBadRequest, KindUnauthorized, KindForbidden,
+		KindInternal, KindDraining}
+}
+
+// answer is an error the gateway answers with a kind of its own choosing
+// (a refusal no domain error names: no route, a bad body, a key not
+// allowed), with its detail.
+type answer struct {
+	kind   ProblemKind
+	detail string
+	cause  error
+}
+
+func (e *answer) Error() string { return e.detail }
+func (e *answer) Unwrap() error { return e.cause }
+
+// errNoAPIKey answers a control API call without a valid key.
+var errNoAPIKey = refuse(KindUnauthorized, "send a valid API key as Authorization: Bearer <key>")
+
+// refuse returns an error answered with kind and detail.
+func refuse(kind ProblemKind, detail string) error { return &answer{kind: kind, detail: detail} }
+
+// refuseCause is refuse with the failure behind it, logged, never sent.
+func refuseCause(kind ProblemKind, detail string, cause error) error {
+	return &answer{kind: kind, detail: detail, cause: cause}
+}
+
+// problem returns the problem document of kind with detail.
+func (k ProblemKind) problem(detail string) Problem {
+	return Problem{Type: k.Type, Title: k.Title, Status: k.Status, Detail: detail, retryAfter: k.RetryAfter, kind: k}
+}
+
+// problemOf is the one function from an error to the answer: the
+// catalogue entry its type selects, with the detail and the extension
+// members the error carries. Callers add what only they know (the route,
+// the lease name). An error that is no verdict and no refusal is a
+// failure to confirm: 503, with the error kept as the logged cause.
+func problemOf(err error) Problem {
+	var (
+		a         *answer
+		fe        *FramingError
+		tooLarge  *http.MaxBytesError
+		stale     *tokens.StaleEpochError
+		notIssued *tokens.EpochNotIssuedError
+		held      *tokens.LeaseHeldError
+		lost      *tokens.LeaseLostError
+		owned     *tokens.LeaseOwnedError
+		exhausted *tokens.EpochExhaustedError
+	)
+	switch {
+	case errors.As(err, &a):
+		p := a.kind.problem(a.detail)
+		p.cause = a.cause
+		return p
+	case errors.As(err, &fe):
+		return framingProblem(fe)
+	case errors.As(err, &tooLarge):
+		return KindBodyTooLarge.problem(bodyTooLargeDetail(tooLarge))
+	case errors.As(err, &stale):
+		return staleProblem(stale)
+	case errors.As(err, &notIssued):
+		p := KindEpochNotIssued.problem(notIssued.Error())
+		p.Resource, p.PresentedEpoch, p.CurrentEpoch = notIssued.Resource, epochPtr(notIssued.Presented), epochPtr(notIssued.Issued)
+		return p
+	case errors.As(err, &held), errors.As(err, &lost), errors.As(err, &owned), errors.As(err, &exhausted):
+		return leaseProblem(err)
+	case errors.Is(err, policy.ErrBadMethod):
+		return KindBadMethod.problem(err.Error())
+	case errors.Is(err, policy.ErrUncleanPath):
+		return KindBadPath.problem(err.Error())
+	case errors.Is(err, tokens.ErrLeaseNotFound):
+		return KindNotFound.problem(err.Error())
+	case errors.Is(err, tokens.ErrMissingToken):
+		return KindTokenRequired.problem("this write is fenced: send the epoch in the " + TokenHeader + " header")
+	case errors.Is(err, tokens.ErrUnauthenticated):
+		return KindUnauthenticated.problem(err.Error())
+	case errors.Is(err, tokens.ErrMalformedToken), errors.Is(err, tokens.ErrInvalidEpoch):
+		return KindMalformedToken.problem(err.Error())
+	case errors.Is(err, tokens.ErrWrongResource):
+		return KindWrongResource.problem(err.Error())
+	case errors.Is(err, tokens.ErrNoResource), errors.Is(err, tokens.ErrInvalidResource):
+		return KindBadResource.problem(err.Error())
+	case errors.Is(err, tokens.ErrInvalidLease):
+		return KindBadRequest.problem(err.Error())
+	}
+	p := KindStoreUnavailable.problem("the store could not confirm; nothing was done or forwarded")
+	p.cause = err
+	return p
+}
+
+// framingProblem answers a request that broke HTTP/1.1 framing, by status.
+func framingProblem(fe *FramingError) Problem {
+	switch fe.Status {
+	case http.StatusRequestHeaderFieldsTooLarge:
+		return KindHeadTooLarge.problem(fe.Detail)
+	case http.StatusNotImplemented:
+		return KindCodingUnknown.problem(fe.Detail)
+	}
+	return KindBadFraming.problem(fe.Detail)
+}

@@ -1,0 +1,163 @@
+package tokens
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Decision names the outcome of a fencing decision, as spans, metrics, logs
+// and the audit record it.
+type Decision string
+
+// The decisions.
+const (
+	// DecisionAdmitted: the write may reach its resource.
+	DecisionAdmitted Decision = "admitted"
+	// DecisionStale: the epoch is below the resource's HWM, or its epoch
+	// source no longer vouches for it.
+	DecisionStale Decision = "stale"
+	// DecisionMissing: a fenced write carried no token.
+	DecisionMissing Decision = "missing"
+	// DecisionInvalid: the token or the resource could not be read.
+	DecisionInvalid Decision = "invalid"
+	// DecisionForged: a signed token failed verification.
+	DecisionForged Decision = "forged"
+	// DecisionForbidden: an authentic token for another resource, or an
+	// epoch above the highest issued.
+	DecisionForbidden Decision = "forbidden"
+	// DecisionUnavailable: the store or epoch source could not confirm.
+	DecisionUnavailable Decision = "unavailable"
+)
+
+// ErrNoResource means the write's resource could not be named: the route
+// names none, or the request does not say it (unambiguously).
+var ErrNoResource = errors.New("resource cannot be determined")
+
+// Presented is what a fenced write presents for a decision, as a front end
+// extracted it from its request.
+type Presented struct {
+	// Tokens are the values of the write's fencing-token fields: one is
+	// expected; none (or an empty one) is a missing token.
+	Tokens []string
+	// Verifier reads the token: raw epochs, signed tokens or either.
+	Verifier Verifier
+	// Bound reports that the route names its own resource, which a token
+	// naming a resource must then agree with.
+	Bound bool
+	// Resource names the route's resource for this write: from the route
+	// itself when Bound, else from the request (raw epochs name none).
+	// Its error wraps ErrNoResource or ErrInvalidResource.
+	Resource func() (string, error)
+	// Source, when set, is the external election whose live epoch a raw
+	// epoch must equal.
+	Source EpochSource
+}
+
+// Admission is a write the Fence admitted, or as much of one as was known
+// when it was refused (for the refusal's report).
+type Admission struct {
+	Resource string
+	Epoch    int64
+	Holder   string
+}
+
+// Decide is the whole admission rule for one fenced write, in order:
+//
+//  1. a token must be present (ErrMissingToken) and be one
+//     (ErrMalformedToken);
+//  2. it must verify: ErrMalformedToken when it cannot be read,
+//     ErrUnauthenticated when it is not authentic;
+//  3. the resource is the token's, the route's, or the request's
+//     (ErrNoResource or ErrInvalidResource when none can be named);
+//     a token for another resource than the route's is ErrWrongResource;
+//  4. an epoch source, when the route names one, must vouch for the epoch
+//     (*StaleEpochError below or lapsed, *EpochNotIssuedError above);
+//  5. the Fence decides (*StaleEpochError, *EpochNotIssuedError).
+//
+// Any other error wraps *UnavailableError: the store or the source could
+// not confirm, and the write must not proceed. The Admission is filled as
+// far as the decision got, also when it refuses.
+func (f *Fence) Decide(ctx context.Context, p Presented) (Admission, error) {
+	var a Admission
+	if len(p.Tokens) == 0 || p.Tokens[0] == "" {
+		a.Resource, _ = p.Resource()
+		return a, ErrMissingToken
+	}
+	if len(p.Tokens) > 1 {
+		return a, fmt.Errorf("%w: %d tokens, want one", ErrMalformedToken, len(p.Tokens))
+	}
+	claims, err := p.Verifier.Verify(ctx, p.Tokens[0])
+	if err != nil {
+		return a, err
+	}
+	a.Epoch, a.Holder = claims.Epoch, claims.Holder
+	if a.Resource, err = resourceOf(p, claims); err != nil {
+		return a, err
+	}
+	if p.Source != nil {
+		if err := p.Source.Check(ctx, a.Resource, a.Epoch); err != nil {
+			return a, sourceVerdict(err, a.Resource)
+		}
+	}
+	return a, f.Admit(ctx, a.Resource, a.Epoch)
+}
+
+// resourceOf names the resource a verified write goes to: a signed token's,
+// which must agree with a route that names its own; else the route's or
+// the request's.
+func resourceOf(p Presented, claims Claims) (string, error) {
+	if claims.Resource == "" || p.Bound {
+		want, err := p.Resource()
+		switch {
+		case err != nil:
+			return "", err
+		case claims.Resource != "" && want != claims.Resource:
+			return want, fmt.Errorf("%w: the token is for %q, this route writes to %q", ErrWrongResource, claims.Resource, want)
+		}
+		return want, ValidateResource(want)
+	}
+	if err := ValidateResource(claims.Resource); err != nil {
+		return "", fmt.Errorf("the token's resource: %w", err)
+	}
+	return claims.Resource, nil
+}
+
+// sourceVerdict keeps an epoch source's verdicts and marks anything else
+// as the source failing to answer.
+func sourceVerdict(err error, resource string) error {
+	var (
+		stale     *StaleEpochError
+		notIssued *EpochNotIssuedError
+		down      *UnavailableError
+	)
+	if errors.As(err, &stale) || errors.As(err, &notIssued) || errors.As(err, &down) {
+		return err
+	}
+	return &UnavailableError{Op: "epoch source", Resource: resource, Err: err}
+}
+
+// DecisionOf names the decision an error of Decide (or Admit) stands for;
+// nil is DecisionAdmitted.
+func DecisionOf(err error) Decision {
+	var (
+		stale     *StaleEpochError
+		notIssued *EpochNotIssuedError
+	)
+	switch {
+	case err == nil:
+		return DecisionAdmitted
+	case errors.As(err, &stale):
+		return DecisionStale
+	case errors.Is(err, ErrMissingToken):
+		return DecisionMissing
+	case errors.Is(err, ErrUnauthenticated):
+		return DecisionForged
+	case errors.As(err, &notIssued), errors.Is(err, ErrWrongResource):
+		return DecisionForbidden
+	case errors.Is(err, ErrMalformedToken), errors.Is(err, ErrInvalidEpoch), errors.Is(err, ErrInvalidResource),
+		errors.Is(err, ErrNoResource):
+		return DecisionInvalid
+	}
+	return DecisionUnavailable
+}
