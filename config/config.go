@@ -10,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/fencegw/fencegw/tokens"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -131,13 +132,20 @@ type Route struct {
 	Methods []string `yaml:"methods"`
 }
 
+// The route token modes (routes[].tokens).
+const (
+	TokensSigned = "signed"
+	TokensRaw    = "raw"
+	TokensAny    = "any"
+)
+
 // Default returns the configuration used where the file says nothing.
 func Default() Config {
 	return Config{
 		Listen:                        "127.0.0.1:8080",
 		APIListen:                     "127.0.0.1:8081",
 		Store:                         "fencegw.db",
-		StoreTimeout:                  Duration(2 * time.Second),
+		StoreTimeout:                  Duration(tokens.DefaultStoreTimeout),
 		ShutdownTimeout:               Duration(30 * time.Second),
 		ReadHeaderTimeout:             Duration(10 * time.Second),
 		IdleTimeout:                   Duration(120 * time.Second),

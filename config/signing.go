@@ -5,10 +5,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"path"
-	"strings"
 	"time"
 
-	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/tokens"
 )
 
@@ -69,16 +67,4 @@ func validateAPIKeys(keys []APIKey) []error {
 		}
 	}
 	return errs
-}
-
-// GatewayKeys turns the validated API keys into the control API's.
-func (c *Config) GatewayKeys() gateway.APIKeys {
-	var ks gateway.APIKeys
-	for _, k := range c.APIKeys {
-		var h [32]byte
-		b, _ := hex.DecodeString(strings.ToLower(k.SHA256))
-		copy(h[:], b)
-		ks = append(ks, gateway.APIKey{Name: k.Name, Hash: h, Leases: k.Leases, Admin: k.Admin})
-	}
-	return ks
 }

@@ -9,8 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/fencegw/fencegw/policy"
-	"github.com/fencegw/fencegw/tokens/etcdstore"
+		"github.com/fencegw/fencegw/tokens"
 )
 
 // FieldError is a validation error about one field, named by its path in
@@ -103,18 +102,18 @@ func (r *Route) validate(at string) []error {
 	}
 	if r.Prefix == "" || r.Prefix[0] != '/' {
 		bad("prefix", "must start with /, got %q", r.Prefix)
-	} else if err := policy.CheckPath(r.Prefix); err != nil {
-		bad("prefix", "%q has empty, . or .. segments", r.Prefix)
+	} else if !cleanPrefix(r.Prefix) {
+		bad("prefix", "%q has empty, . or .. segments, or ';', '\\' or control characters", r.Prefix)
 	}
 	if _, err := ParseUpstream(r.Upstream); err != nil {
 		bad("upstream", "%v", err)
 	}
-	switch policy.TokenMode(r.Tokens) {
-	case "", policy.TokensSigned, policy.TokensAny:
+	switch r.Tokens {
+	case "", TokensSigned, TokensAny:
 		if r.EpochSource != nil {
 			bad("epoch_source", "needs tokens: raw")
 		}
-	case policy.TokensRaw:
+	case TokensRaw:
 		if r.EpochSource != nil {
 			errs = append(errs, r.EpochSource.validate(at+".epoch_source")...)
 			errs = append(errs, sourceResource(at, r.Resource, r.EpochSource.Kind)...)
@@ -123,7 +122,7 @@ func (r *Route) validate(at string) []error {
 		bad("tokens", "must be signed, raw or any, got %q", r.Tokens)
 	}
 	if r.Resource != "" {
-		if _, err := policy.ParseTemplate(r.Resource); err != nil {
+		if _, err := tokens.ParseTemplate(r.Resource); err != nil {
 			bad("resource", "%v", err)
 		}
 	}
@@ -148,6 +147,20 @@ func (r *Route) validate(at string) []error {
 	return errs
 }
 
+// cleanPrefix reports whether a route prefix is a clean path: no ".",
+// ".." or empty segments, no ';', '\\' or control characters (the proxy
+// refuses such request paths, so such a prefix would serve nothing).
+func cleanPrefix(p string) bool {
+	for _, seg := range strings.Split(p[1:], "/") {
+		if seg == "." || seg == ".." {
+			return false
+		}
+	}
+	return !strings.Contains(p, "//") && strings.IndexFunc(p, func(r rune) bool {
+		return r == ';' || r == '\\' || r < 0x20 || r == 0x7f
+	}) < 0
+}
+
 // sourceResource checks the resource of a route with an epoch source: the
 // client must not choose which election vouches for its write. A header
 // placeholder would let it (the upstream need not read that header at
@@ -158,7 +171,7 @@ func sourceResource(at, resource, kind string) []error {
 	if resource == "" {
 		return []error{&FieldError{Field: field, Msg: "required with an epoch_source: the client must not choose which election vouches for it"}}
 	}
-	t, err := policy.ParseTemplate(resource)
+	t, err := tokens.ParseTemplate(resource)
 	if err != nil {
 		return nil // reported with the template itself
 	}
@@ -268,7 +281,7 @@ func CheckStore(store string) error {
 			return fmt.Errorf("not a valid postgres URL: %q", redact(store))
 		}
 	case StoreEtcd:
-		if _, err := etcdstore.ParseURL(store); err != nil {
+		if _, err := ParseEtcdURL(store); err != nil {
 			return err
 		}
 	}

@@ -93,8 +93,8 @@ func BenchmarkProxy(b *testing.B) {
 	b.Run("fencegw=refuse-stale,guarded", func(b *testing.B) { send(b, guarded.URL, "4", http.StatusPreconditionFailed) })
 }
 
-func mustTemplate(tb testing.TB, s string) *policy.Template {
-	t, err := policy.ParseTemplate(s)
+func mustTemplate(tb testing.TB, s string) *tokens.Template {
+	t, err := tokens.ParseTemplate(s)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -121,7 +121,7 @@ func newEdgeHarness(tb testing.TB) *edgeHarness {
 		r := &policy.Route{Prefix: er.prefix, Upstream: u, StripPrefix: er.strip, Tokens: policy.TokensRaw,
 			Verifier: tokens.RawVerifier{}, Methods: er.methods}
 		if er.resource != "" {
-			tm, err := policy.ParseTemplate(er.resource)
+			tm, err := tokens.ParseTemplate(er.resource)
 			if err != nil {
 				tb.Fatal(err)
 			}

@@ -22,7 +22,8 @@ type Options struct {
 	// Observer reports spans, metrics and the audit (none when nil).
 	Observer *Observer
 	// UpstreamTimeout bounds a whole admitted exchange with the upstream,
-	// reading the client's body included (default 30s). It bounds how long
+	// reading the client's body included (0: unbounded; config.Default sets
+	// 30s). It bounds how long
 	// a write admitted at one epoch can still reach the upstream.
 	UpstreamTimeout time.Duration
 }
@@ -39,14 +40,13 @@ func New(o Options) http.Handler {
 	if o.Transport == nil {
 		o.Transport = NewTransport(TransportOptions{})
 	}
-	if o.UpstreamTimeout <= 0 {
-		o.UpstreamTimeout = 30 * time.Second
-	}
 	if o.Observer == nil {
 		o.Observer = mustObserver()
 	}
 	var h http.Handler = NewProxy(o.Observer.Transport(routeTransport{o.Transport}), o.Logger)
-	h = Deadline(o.UpstreamTimeout)(h)
+	if o.UpstreamTimeout > 0 {
+		h = Deadline(o.UpstreamTimeout)(h)
+	}
 	h = Fencing(o.Fence, o.Observer, o.Logger)(h)
 	if o.MaxBodyBytes > 0 {
 		h = LimitBody(o.MaxBodyBytes)(h)

@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -15,10 +16,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegw/fencegw/config"
 	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/internal/testetcd"
 	"github.com/fencegw/fencegw/internal/testpg"
 	"github.com/fencegw/fencegw/policy"
+	"github.com/fencegw/fencegw/server"
+	"github.com/fencegw/fencegw/telemetry"
 	"github.com/fencegw/fencegw/tokens"
 	"github.com/fencegw/fencegw/tokens/boltstore"
 	"github.com/fencegw/fencegw/tokens/etcdstore"
@@ -225,8 +229,8 @@ type gatewayOptions struct {
 	sources   map[string]tokens.EpochSource // by route prefix
 	// upstreamTimeout bounds admitted exchanges (gateway default when 0).
 	upstreamTimeout time.Duration
-	// observer reports spans and metrics (none when nil).
-	observer *gateway.Observer
+	// observed records spans, metrics and the audit (none when nil).
+	observed *observed
 }
 
 // tokensEpochSource abbreviates the epoch source type in tables.
@@ -239,55 +243,51 @@ func newGateway(t *testing.T, store tokens.Store, up *upstream, transport http.R
 
 func newGatewayWith(t *testing.T, store tokens.Store, up *upstream, o gatewayOptions, specs ...routeSpec) *gw {
 	t.Helper()
-	transport := o.transport
 	if o.auth == nil {
 		o.auth = newTestAuthority(t)
 	}
 	if len(specs) == 0 {
 		specs = []routeSpec{{prefix: "/email/", resource: "invoice-sweeper"}, {prefix: "/any/"}}
 	}
-	u, _ := url.Parse(up.srv.URL)
-	var routes []*policy.Route
-	for _, s := range specs {
-		r := &policy.Route{Prefix: s.prefix, Upstream: u, Tokens: policy.TokensRaw, Verifier: tokens.RawVerifier{},
-			StripPrefix: s.strip, EpochSource: o.sources[s.prefix]}
-		switch s.tokens {
-		case policy.TokensSigned:
-			r.Tokens, r.Verifier = s.tokens, o.auth.verifier
-		case policy.TokensAny:
-			r.Tokens, r.Verifier = s.tokens, tokens.AnyVerifier{Signed: o.auth.verifier}
-		}
-		if s.methods != nil {
-			r.Methods = s.methods
-		}
-		if s.resource != "" {
-			tm, err := policy.ParseTemplate(s.resource)
-			if err != nil {
-				t.Fatal(err)
-			}
-			r.Resource = tm
-		}
-		routes = append(routes, r)
+	c := config.Default()
+	c.MaxBodyBytes = 1 << 20
+	if o.upstreamTimeout > 0 {
+		c.UpstreamTimeout = config.Duration(o.upstreamTimeout)
 	}
-	table, err := policy.NewTable(routes)
+	sources := map[*config.EpochSource]tokens.EpochSource{}
+	for _, s := range specs {
+		r := config.Route{Prefix: s.prefix, Upstream: up.srv.URL, Tokens: string(s.tokens), StripPrefix: s.strip,
+			Methods: s.methods, Resource: s.resource}
+		if r.Tokens == "" {
+			r.Tokens = config.TokensRaw
+		}
+		if src, ok := o.sources[s.prefix]; ok {
+			r.EpochSource = &config.EpochSource{Kind: "test"}
+			sources[r.EpochSource] = src
+		}
+		c.Routes = append(c.Routes, r)
+	}
+	for _, k := range o.keys {
+		c.APIKeys = append(c.APIKeys, config.APIKey{Name: k.Name, SHA256: hex.EncodeToString(k.Hash[:]), Leases: k.Leases, Admin: k.Admin})
+	}
+	opts := server.Options{Logger: slog.New(slog.DiscardHandler), Store: store, Transport: o.transport,
+		Authority:  &signed.Authority{Keys: o.auth.keys, Signer: o.auth.signer, Verifier: o.auth.verifier},
+		OpenSource: func(_ string, s *config.EpochSource) (tokens.EpochSource, error) { return sources[s], nil }}
+	if o.observed != nil {
+		opts.Telemetry = &telemetry.Telemetry{TracerProvider: o.observed.tp, MeterProvider: o.observed.mp}
+		opts.Audit = o.observed.audit
+	}
+	s, err := server.New(context.Background(), c, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	fence := tokens.NewFence(store, tokens.FenceOptions{StoreTimeout: 2 * time.Second})
-	if transport == nil {
-		tr := gateway.NewTransport(gateway.TransportOptions{})
-		t.Cleanup(tr.CloseIdleConnections)
-		transport = tr
-	}
+	t.Cleanup(func() { s.Close() })
 	spec := trafficChecker(t) // every exchange is checked against openapi.yaml
 	g := &gw{
-		proxy: httptest.NewServer(spec.Proxy(t.Name(), gateway.New(gateway.Options{Routes: gateway.NewRoutes(table), Fence: fence,
-			Transport: transport, Logger: log, MaxBodyBytes: 1 << 20, UpstreamTimeout: o.upstreamTimeout, Observer: o.observer}))),
-		api: httptest.NewServer(spec.Control(t.Name(), gateway.NewControlAPI(gateway.ControlOptions{Fence: fence, Logger: log, ReadyTimeout: time.Second,
-			Issuer: o.auth, JWKS: o.auth.keys.JWKS, Keys: o.keys, Observer: o.observer}))),
+		proxy: httptest.NewServer(spec.Proxy(t.Name(), s.Proxy())),
+		api:   httptest.NewServer(spec.Control(t.Name(), s.Control())),
 		auth:  o.auth,
-		fence: fence,
+		fence: s.Fence(),
 	}
 	t.Cleanup(g.proxy.Close)
 	t.Cleanup(g.api.Close)

@@ -16,10 +16,10 @@ import (
 
 // TransportOptions tune the connections to upstreams.
 type TransportOptions struct {
-	// DialTimeout bounds connecting to an upstream (default 5s).
+	// DialTimeout bounds connecting to an upstream (0: the system's bound).
 	DialTimeout time.Duration
 	// ResponseHeaderTimeout bounds the wait for an upstream's response
-	// headers once the request is sent (default 30s); past it the client
+	// headers once the request is sent (0: unbounded); past it the client
 	// gets 504.
 	ResponseHeaderTimeout time.Duration
 	// MaxIdleConnsPerHost is the pool of idle connections kept per upstream
@@ -33,12 +33,6 @@ type TransportOptions struct {
 // NewTransport returns the transport the proxy uses: pooled keep-alive
 // connections, bounded dial and response-header waits.
 func NewTransport(o TransportOptions) *http.Transport {
-	if o.DialTimeout <= 0 {
-		o.DialTimeout = 5 * time.Second
-	}
-	if o.ResponseHeaderTimeout <= 0 {
-		o.ResponseHeaderTimeout = 30 * time.Second
-	}
 	if o.MaxIdleConnsPerHost <= 0 {
 		o.MaxIdleConnsPerHost = 256
 	}

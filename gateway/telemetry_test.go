@@ -30,7 +30,8 @@ type observed struct {
 	spans   *tracetest.SpanRecorder
 	metrics *sdkmetric.ManualReader
 	audit   *gateway.Audit
-	obs     *gateway.Observer
+	tp      *sdktrace.TracerProvider
+	mp      *sdkmetric.MeterProvider
 }
 
 func newObserved(t *testing.T) *observed {
@@ -38,11 +39,7 @@ func newObserved(t *testing.T) *observed {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(o.spans))
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(o.metrics))
 	t.Cleanup(func() { tp.Shutdown(context.Background()); mp.Shutdown(context.Background()) })
-	obs, err := gateway.NewObserver(tp, mp, nil, o.audit)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.obs = obs
+	o.tp, o.mp = tp, mp
 	return o
 }
 
@@ -84,7 +81,7 @@ func traceparent(n int) (header, traceID string) {
 func TestDecisionsOnSpans(t *testing.T) {
 	o := newObserved(t)
 	up := newUpstream(t)
-	g := newGatewayWith(t, boltFresh(t)(t), up, gatewayOptions{observer: o.obs,
+	g := newGatewayWith(t, boltFresh(t)(t), up, gatewayOptions{observed: o,
 		sources: map[string]tokensEpochSource{"/sourced/": failingSource{}}},
 		append(leaseRoutes, routeSpec{prefix: "/sourced/", resource: "elsewhere"})...)
 	leaseOf(t, g.acquire(t, "invoice-sweeper", "node-a", 15))
@@ -226,7 +223,7 @@ func TestDecisionsOnSpans(t *testing.T) {
 // are span events of the control API's requests.
 func TestLeaseEventsOnSpans(t *testing.T) {
 	o := newObserved(t)
-	g := newGatewayWith(t, boltFresh(t)(t), newUpstream(t), gatewayOptions{observer: o.obs}, leaseRoutes...)
+	g := newGatewayWith(t, boltFresh(t)(t), newUpstream(t), gatewayOptions{observed: o}, leaseRoutes...)
 	a := leaseOf(t, g.acquire(t, "jobs", "node-a", 1))
 	g.releaseLease(t, "jobs", "node-a", a.Epoch)
 	b := leaseOf(t, g.acquire(t, "jobs", "node-b", 15))

@@ -78,7 +78,7 @@ func startGateway(resource string, opts ...gatewayOptions) (*testGateway, error)
 		fmt.Fprintf(w, "upstream saw Fencing-Epoch %s", r.Header.Get(gateway.EpochHeader))
 	}))
 	up, _ := url.Parse(g.upstream.URL)
-	tm, err := policy.ParseTemplate(resource)
+	tm, err := tokens.ParseTemplate(resource)
 	if err != nil {
 		g.Close()
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/fencegw/fencegw/policy"
+	"github.com/fencegw/fencegw/tokens"
 )
 
 func TestSubpathAtSegmentBoundary(t *testing.T) {
@@ -78,7 +79,7 @@ func TestCheckEscapedPath(t *testing.T) {
 }
 
 func TestResourceHeaderMustBeUnambiguous(t *testing.T) {
-	tm, err := policy.ParseTemplate("t-{header:X-Tenant}")
+	tm, err := tokens.ParseTemplate("t-{header:X-Tenant}")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +100,7 @@ func TestResourceHeaderMustBeUnambiguous(t *testing.T) {
 	for _, c := range cases {
 		req := httptest.NewRequest("POST", "/x", nil)
 		req.Header = c.header
-		got, err := tm.Render(req, "/")
+		got, err := policy.Render(tm, req, "/")
 		if c.want == nil {
 			if err != nil || got != "t-7" {
 				t.Errorf("%s: %q, %v", c.name, got, err)
@@ -115,7 +116,7 @@ func TestResourceHeaderMustBeUnambiguous(t *testing.T) {
 func TestTemplateRefusesHeadersTheProxyRewrites(t *testing.T) {
 	for _, h := range []string{"Connection", "keep-alive", "Transfer-Encoding", "Upgrade", "TE", "Host", "Content-Length",
 		"Fencing-Token", "fencing_epoch", "Proxy-Connection"} {
-		if _, err := policy.ParseTemplate("x-{header:" + h + "}"); err == nil || !strings.Contains(err.Error(), "cannot name a resource") {
+		if _, err := tokens.ParseTemplate("x-{header:" + h + "}"); err == nil || !strings.Contains(err.Error(), "cannot name a resource") {
 			t.Errorf("{header:%s}: %v", h, err)
 		}
 	}

@@ -5,25 +5,9 @@ import (
 	"net/http"
 	"net/textproto"
 	"strings"
+
+	"github.com/fencegw/fencegw/tokens"
 )
-
-// reserved are the headers, by headerKey, that cannot name a resource:
-// hop-by-hop headers the proxy removes (RFC 9110 §7.6.1 and the ones Go's
-// reverse proxy drops), framing and host fields net/http consumes, and the
-// fencing headers the gateway rewrites. The upstream would not receive any
-// of them as the fence read it.
-var reserved = map[string]bool{
-	"connection": true, "proxy-connection": true, "keep-alive": true, "proxy-authenticate": true,
-	"proxy-authorization": true, "te": true, "trailer": true, "transfer-encoding": true, "upgrade": true,
-	"host": true, "content-length": true,
-	"fencing-token": true, "fencing-epoch": true,
-}
-
-// headerKey folds a header name the way lenient servers do: case-blind,
-// with "_" read as "-" (CGI, and servers that map headers to variables).
-func headerKey(name string) string {
-	return strings.ReplaceAll(strings.ToLower(name), "_", "-")
-}
 
 // headerValue returns the value of the header that names a resource,
 // refusing every form in which an upstream could read another value than
@@ -36,15 +20,15 @@ func headerValue(h http.Header, name string) (string, error) {
 	if len(v) != 1 || v[0] == "" {
 		return "", fmt.Errorf("%w: want exactly one non-empty %s header, got %d", ErrUnresolved, name, len(v))
 	}
-	key := headerKey(name)
+	key := tokens.HeaderKey(name)
 	for k := range h {
-		if k != name && headerKey(k) == key {
+		if k != name && tokens.HeaderKey(k) == key {
 			return "", fmt.Errorf("%w: %s and %s name the same header to some servers", ErrAmbiguousHeader, name, k)
 		}
 	}
 	for _, c := range h["Connection"] {
 		for _, tok := range strings.Split(c, ",") {
-			if headerKey(textproto.TrimString(tok)) == key {
+			if tokens.HeaderKey(textproto.TrimString(tok)) == key {
 				return "", fmt.Errorf("%w: %s is listed in Connection, so the proxy would not forward it", ErrAmbiguousHeader, name)
 			}
 		}

@@ -27,7 +27,7 @@ func TestParseTemplateErrors(t *testing.T) {
 		"{segment:1}{host}": "want",
 	}
 	for src, want := range bad {
-		_, err := policy.ParseTemplate(src)
+		_, err := tokens.ParseTemplate(src)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("ParseTemplate(%q) = %v, want error containing %q", src, err, want)
 		}
@@ -52,7 +52,7 @@ func TestTemplateRender(t *testing.T) {
 		{"{header:X-Tenant}", "/", "/x", http.Header{"X-Tenant": {"1", "2"}}, "", true},
 	}
 	for _, c := range cases {
-		tm, err := policy.ParseTemplate(c.tmpl)
+		tm, err := tokens.ParseTemplate(c.tmpl)
 		if err != nil {
 			t.Fatalf("ParseTemplate(%q): %v", c.tmpl, err)
 		}
@@ -60,7 +60,7 @@ func TestTemplateRender(t *testing.T) {
 		for k, v := range c.header {
 			req.Header[k] = v
 		}
-		got, err := tm.Render(req, c.prefix)
+		got, err := policy.Render(tm, req, c.prefix)
 		if c.unresolved {
 			if !errors.Is(err, policy.ErrUnresolved) {
 				t.Errorf("%q on %s = %q, %v; want ErrUnresolved", c.tmpl, c.path, got, err)
@@ -78,7 +78,7 @@ func FuzzParseTemplate(f *testing.F) {
 		f.Add(s, "/p/a/b/c")
 	}
 	f.Fuzz(func(t *testing.T, src, path string) {
-		tm, err := policy.ParseTemplate(src)
+		tm, err := tokens.ParseTemplate(src)
 		if err != nil {
 			return
 		}
@@ -90,7 +90,7 @@ func FuzzParseTemplate(f *testing.F) {
 			return
 		}
 		req := &http.Request{URL: u, Header: http.Header{"X-T": {"v"}}}
-		out, err := tm.Render(req, "/p/")
+		out, err := policy.Render(tm, req, "/p/")
 		if err == nil && strings.ContainsAny(out, "{}") && !strings.ContainsAny(path, "{}") && !strings.ContainsAny(src, "{}") {
 			t.Fatalf("render produced braces from nowhere: %q", out)
 		}

@@ -55,7 +55,7 @@ type Route struct {
 	Verifier tokens.Verifier
 	// Resource names the resource; nil means a signed token's resource, or
 	// else the request's Fencing-Resource header, does.
-	Resource *Template
+	Resource *tokens.Template
 	// EpochSource, when set, is an external election whose current epoch a
 	// raw epoch must equal.
 	EpochSource tokens.EpochSource
@@ -123,7 +123,7 @@ func (r *Route) ResolveResource(req *http.Request) (string, error) {
 	var name string
 	if r.Resource != nil {
 		var err error
-		if name, err = r.Resource.Render(req, r.Prefix); err != nil {
+		if name, err = Render(r.Resource, req, r.Prefix); err != nil {
 			return "", err
 		}
 	} else {

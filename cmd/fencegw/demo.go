@@ -26,7 +26,7 @@ import (
 	"github.com/fencegw/fencegw/config"
 	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/leader"
-	"github.com/fencegw/fencegw/policy"
+	"github.com/fencegw/fencegw/server"
 	"github.com/fencegw/fencegw/telemetry"
 	"github.com/fencegw/fencegw/tokens"
 	"github.com/fencegw/fencegw/tokens/boltstore"
@@ -142,13 +142,13 @@ type demoWorld struct {
 
 	store *boltstore.Store
 	tel   *telemetry.Telemetry
-	auth  *authority
+	auth  *signed.Authority
+	gw    *server.Server
 
 	servers   []*http.Server
 	served    sync.WaitGroup
 	serveErrs chan error
 
-	upTransport *http.Transport // the gateway's transport to the email API
 	transports  []*http.Transport
 	client      *http.Client // node-a's and the demoNarrator's calls
 
@@ -196,47 +196,36 @@ func startDemoWorld(ctx context.Context, n *demoNarrator) (w *demoWorld, err err
 	w.emailURL = "http://" + emailLn.Addr().String()
 	w.serve(&http.Server{Handler: http.HandlerFunc(w.emailAPI), ReadHeaderTimeout: demoCallTimeout}, emailLn)
 
-	c.Routes = []config.Route{{Prefix: "/email/", Upstream: w.emailURL, Tokens: string(policy.TokensSigned), Resource: demoResource}}
-	routes, err := c.PolicyRoutes(config.RouteDeps{Signed: w.auth.verifier})
-	if err != nil {
-		return w, err
-	}
-	table, err := policy.NewTable(routes)
-	if err != nil {
-		return w, err
-	}
-	obs, err := gateway.NewObserver(w.tel.TracerProvider, w.tel.MeterProvider, w.tel.Propagator, gateway.NewAudit(64))
-	if err != nil {
+	c.Routes = []config.Route{{Prefix: "/email/", Upstream: w.emailURL, Tokens: config.TokensSigned, Resource: demoResource}}
+	c.UpstreamDialTimeout, c.UpstreamResponseHeaderTimeout, c.UpstreamTimeout = config.Duration(demoCallTimeout),
+		config.Duration(demoCallTimeout), config.Duration(demoCallTimeout)
+	c.Telemetry.AuditSize = 64
+	if w.gw, err = server.New(ctx, c, server.Options{Logger: slog.New(slog.DiscardHandler), Telemetry: w.tel,
+		Store: w.store, Authority: w.auth}); err != nil {
 		return w, err
 	}
 	log := slog.New(slog.DiscardHandler)
-	fence := tokens.NewFence(obs.ObserveStore(w.store), tokens.FenceOptions{StoreTimeout: c.StoreTimeout.D()})
-	w.upTransport = gateway.NewTransport(gateway.TransportOptions{DialTimeout: demoCallTimeout,
-		ResponseHeaderTimeout: demoCallTimeout})
-	proxy := gateway.New(gateway.Options{Routes: gateway.NewRoutes(table), Fence: fence, Transport: w.upTransport,
-		Logger: log, MaxBodyBytes: c.MaxBodyBytes, UpstreamTimeout: demoCallTimeout, Observer: obs})
-	api := gateway.NewControlAPI(gateway.ControlOptions{Fence: fence, Logger: log, Issuer: w.auth,
-		JWKS: w.auth.keys.JWKS, Observer: obs})
+	proxy, api := w.gw.Proxy(), w.gw.Control()
 
 	proxyLn, err := demoListen()
 	if err != nil {
 		return w, err
 	}
 	w.proxyURL = "http://" + proxyLn.Addr().String()
-	w.serve(newServer(c, proxy, log), proxyLn)
+	w.serve(&http.Server{Handler: proxy, ReadHeaderTimeout: demoCallTimeout, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}, proxyLn)
 	apiLn, err := demoListen()
 	if err != nil {
 		return w, err
 	}
 	w.apiURL = "http://" + apiLn.Addr().String()
-	w.serve(newServer(c, api, log), apiLn)
+	w.serve(&http.Server{Handler: api, ReadHeaderTimeout: demoCallTimeout, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}, apiLn)
 
 	w.client = &http.Client{Transport: w.newTransport(), Timeout: demoCallTimeout}
 	return w, nil
 }
 
 // demoAuthority is a token authority with key alone, kept nowhere.
-func demoAuthority(key *signed.Key, s config.Signing) (*authority, error) {
+func demoAuthority(key *signed.Key, s config.Signing) (*signed.Authority, error) {
 	ring, err := signed.NewKeyring(key)
 	if err != nil {
 		return nil, err
@@ -249,7 +238,7 @@ func demoAuthority(key *signed.Key, s config.Signing) (*authority, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &authority{keys: ring, signer: signer, verifier: v}, nil
+	return &signed.Authority{Keys: ring, Signer: signer, Verifier: v}, nil
 }
 
 // demoListen listens on an ephemeral port of 127.0.0.1, and nowhere
@@ -264,7 +253,7 @@ func (w *demoWorld) serve(s *http.Server, ln net.Listener) {
 	w.served.Add(1)
 	go func() {
 		defer w.served.Done()
-		if err := serveOn(s, ln); err != nil {
+		if err := s.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			w.serveErrs <- err
 		}
 	}()
@@ -299,8 +288,8 @@ func (w *demoWorld) close() error {
 	for err := range w.serveErrs {
 		errs = append(errs, fmt.Errorf("serve: %w", err))
 	}
-	if w.upTransport != nil {
-		w.upTransport.CloseIdleConnections()
+	if w.gw != nil {
+		errs = append(errs, w.gw.Close())
 	}
 	for _, t := range w.transports {
 		t.CloseIdleConnections()

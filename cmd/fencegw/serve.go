@@ -2,27 +2,22 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
-	"reflect"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/fencegw/fencegw/config"
-	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/policy"
+	"github.com/fencegw/fencegw/server"
 	"github.com/fencegw/fencegw/telemetry"
-	"github.com/fencegw/fencegw/tokens"
 )
 
 // routeFlag collects repeated PREFIX=UPSTREAM flags into routes of one
@@ -138,207 +133,55 @@ func indent(s string) string { return "  " + strings.ReplaceAll(s, "\n", "\n  ")
 // routes in force and logs why.
 func runGateway(ctx context.Context, c config.Config, reload func() (config.Config, error), tel *telemetry.Telemetry,
 	log *slog.Logger) error {
-	obs, err := gateway.NewObserver(tel.TracerProvider, tel.MeterProvider, tel.Propagator, gateway.NewAudit(c.Telemetry.AuditSize))
+	s, err := server.New(ctx, c, server.Options{Logger: log, Telemetry: tel})
 	if err != nil {
 		return err
 	}
-	obs.ResourceLabels = c.Telemetry.ResourceLabels
-	openCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	store, err := openStore(openCtx, c.Store)
+	defer s.Close()
+	ls, err := server.Listen(c)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	auth, err := newAuthority(openCtx, c, store, log)
-	if err != nil {
-		return err
-	}
-	sources := &sourceSet{timeout: c.StoreTimeout.D()}
-	defer func() { sources.Close() }()
-	var upstreamTransports []*http.Transport
-	defer func() {
-		for _, t := range upstreamTransports {
-			t.CloseIdleConnections()
-		}
-	}()
-	newTransport := func(tc *tls.Config) http.RoundTripper {
-		t := gateway.NewTransport(gateway.TransportOptions{DialTimeout: c.UpstreamDialTimeout.D(),
-			ResponseHeaderTimeout: c.UpstreamResponseHeaderTimeout.D(), TLS: tc})
-		upstreamTransports = append(upstreamTransports, t)
-		return t
-	}
-	deps := config.RouteDeps{Signed: auth.verifier, Transport: newTransport}
-	table, err := routeTable(c, deps, sources)
-	if err != nil {
-		return err
-	}
-	routes := gateway.NewRoutes(table)
-	if !c.ControlAuthenticated() {
-		log.Warn("control API without api_keys: no caller is authenticated; serving on loopback only", "api_listen", c.APIListen)
-	}
-
-	proxyLn, err := net.Listen("tcp", c.Listen)
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
-	apiLn, err := net.Listen("tcp", c.APIListen)
-	if err != nil {
-		proxyLn.Close()
-		return fmt.Errorf("api_listen: %w", err)
-	}
-	if a, ok := apiLn.Addr().(*net.TCPAddr); ok && !a.IP.IsLoopback() && !c.ControlAuthenticated() {
-		// "localhost" may resolve elsewhere; trust the bound address only.
-		proxyLn.Close()
-		apiLn.Close()
-		return fmt.Errorf("api_listen: %s is not a loopback address: without api_keys the control API serves on loopback only", a)
-	}
-
-	fence := tokens.NewFence(obs.ObserveStore(store), tokens.FenceOptions{StoreTimeout: c.StoreTimeout.D()})
-	transport := gateway.NewTransport(gateway.TransportOptions{
-		DialTimeout:           c.UpstreamDialTimeout.D(),
-		ResponseHeaderTimeout: c.UpstreamResponseHeaderTimeout.D(),
-	})
-	defer transport.CloseIdleConnections()
-	proxy := newServer(c, gateway.New(gateway.Options{Routes: routes, Fence: fence,
-		Transport: transport, Logger: log, MaxBodyBytes: c.MaxBodyBytes, UpstreamTimeout: c.UpstreamTimeout.D(),
-		Observer: obs}), log)
-	var draining atomic.Bool
-	api := newServer(c, gateway.NewControlAPI(gateway.ControlOptions{Fence: fence, Logger: log, Issuer: auth,
-		JWKS: auth.keys.JWKS, Keys: c.GatewayKeys(), Observer: obs, Metrics: tel.MetricsHandler(), Draining: &draining}), log)
-
-	// The proxy refuses framing tricks before net/http reads a request.
-	proxy.ConnContext = gateway.ConnContext
-	if proxyLn, err = guardListener(proxyLn, c, log); err != nil {
-		apiLn.Close()
-		return fmt.Errorf("tls: %w", err)
-	}
-	if apiLn, err = tlsListener(apiLn, c.APITLS); err != nil {
-		proxyLn.Close()
-		return fmt.Errorf("api_tls: %w", err)
-	}
-	errc := make(chan error, 2)
-	go func() { errc <- serveOn(proxy, proxyLn) }()
-	go func() { errc <- serveOn(api, apiLn) }()
-	log.Info("fencegw serving", "listen", proxyLn.Addr().String(), "api_listen", apiLn.Addr().String(),
-		"store", string(config.KindOf(c.Store)), "routes", len(table.Routes()), "version", version,
-		"exporting_traces", tel.Exporting)
-
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-wait:
+	serveCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	done := make(chan error, 1)
+	go func() {
+		done <- s.Serve(serveCtx, ls, func(proxy, control net.Addr) {
+			log.Info("fencegw serving", "listen", proxy.String(), "api_listen", control.String(),
+				"store", string(config.KindOf(c.Store)), "routes", len(s.Routes().Routes()), "version", version,
+				"exporting_traces", tel.Exporting)
+		})
+	}()
 	for {
 		select {
-		case err := <-errc:
-			proxy.Close()
-			api.Close()
+		case err := <-done:
+			if err == nil {
+				log.Info("fencegw stopped cleanly")
+			}
 			return err
 		case <-hup:
-			sources = reloadRoutes(c, reload, deps, routes, sources, log)
-		case <-ctx.Done():
-			break wait
+			reloadRoutes(s, reload, log)
 		}
 	}
-	log.Info("shutting down: /readyz answers 503, no new connections, draining in-flight requests",
-		"timeout", c.ShutdownTimeout.D().String())
-	draining.Store(true)
-	drainCtx, cancelDrain := context.WithTimeout(context.Background(), c.ShutdownTimeout.D())
-	defer cancelDrain()
-	// The proxy drains first; the control API keeps answering (503 on
-	// /readyz) until it has.
-	perr := proxy.Shutdown(drainCtx)
-	aerr := api.Shutdown(drainCtx)
-	if err := errors.Join(perr, aerr); err != nil {
-		return fmt.Errorf("drain: %w", err)
-	}
-	log.Info("fencegw stopped cleanly")
-	return nil
-}
-
-func newServer(c config.Config, h http.Handler, log *slog.Logger) *http.Server {
-	return &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: c.ReadHeaderTimeout.D(),
-		IdleTimeout:       c.IdleTimeout.D(),
-		MaxHeaderBytes:    c.MaxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-}
-
-// routeTable builds the route table of c, opening its epoch sources into
-// sources.
-func routeTable(c config.Config, deps config.RouteDeps, sources *sourceSet) (*policy.Table, error) {
-	deps.OpenSource = sources.open
-	routes, err := c.PolicyRoutes(deps)
-	if err != nil {
-		return nil, err
-	}
-	return policy.NewTable(routes)
 }
 
 // reloadRoutes rereads the configuration and swaps in its routes. Requests
 // in flight finish on the routes they started with; connections stay open.
 // Only routes reload: other changes are reported and wait for a restart.
-// It returns the epoch sources now in force: the new table's after a
-// swap (the replaced ones are retired), the running ones after a refusal
-// (whatever the refused table opened is closed).
-func reloadRoutes(running config.Config, reload func() (config.Config, error), deps config.RouteDeps,
-	routes *gateway.Routes, sources *sourceSet, log *slog.Logger) *sourceSet {
-	next := &sourceSet{timeout: sources.timeout}
+func reloadRoutes(s *server.Server, reload func() (config.Config, error), log *slog.Logger) {
 	c, err := reload()
 	if err == nil {
-		var table *policy.Table
-		if table, err = routeTable(c, deps, next); err == nil {
-			routes.Swap(table)
-			sources.retire()
-			log.Info("SIGHUP: routes reloaded", "routes", len(table.Routes()))
-			nc, cur := c, running
-			nc.Routes, cur.Routes = nil, nil
-			if !reflect.DeepEqual(nc, cur) {
+		var others bool
+		if others, err = s.Reload(c); err == nil {
+			log.Info("SIGHUP: routes reloaded", "routes", len(s.Routes().Routes()))
+			if others {
 				log.Warn("SIGHUP: only routes reload; other changes take effect at the next restart")
 			}
-			return next
+			return
 		}
 	}
-	next.Close()
 	log.Error("SIGHUP: reload refused, the routes in force stay", "error", err.Error())
-	return sources
-}
-
-// guardListener guards the proxy's connections (gateway.GuardListener),
-// terminating TLS itself when c.TLS is set.
-func guardListener(ln net.Listener, c config.Config, log *slog.Logger) (net.Listener, error) {
-	o := gateway.GuardOptions{MaxHeaderBytes: c.MaxHeaderBytes, HandshakeTimeout: c.ReadHeaderTimeout.D(), Logger: log}
-	if c.TLS != nil {
-		tc, err := c.TLS.ServerConfig()
-		if err != nil {
-			ln.Close()
-			return nil, err
-		}
-		tc.NextProtos = []string{"h2", "http/1.1"}
-		o.TLS = tc
-	}
-	return gateway.GuardListener(ln, o), nil
-}
-
-// tlsListener wraps ln in TLS when t is set.
-func tlsListener(ln net.Listener, t *config.ListenerTLS) (net.Listener, error) {
-	if t == nil {
-		return ln, nil
-	}
-	tc, err := t.ServerConfig()
-	if err != nil {
-		ln.Close()
-		return nil, err
-	}
-	tc.NextProtos = []string{"h2", "http/1.1"}
-	return tls.NewListener(ln, tc), nil
-}
-
-func serveOn(s *http.Server, ln net.Listener) error {
-	if err := s.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
 }

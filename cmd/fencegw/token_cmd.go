@@ -2,18 +2,11 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/ed25519"
-	"crypto/elliptic"
-	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
-	"encoding/pem"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"math/big"
 	"net/http"
 	"strings"
 
@@ -109,51 +102,7 @@ func inspectKeys(ctx context.Context, files []string, api string) ([]*signed.Key
 	if status != http.StatusOK {
 		return nil, fmt.Errorf("fetch JWKS: status %d", status)
 	}
-	return parseJWKS(body)
-}
-
-// parseJWKS reads the Ed25519 and P-256 keys of a JWK set.
-func parseJWKS(data []byte) ([]*signed.Key, error) {
-	var set struct {
-		Keys []struct{ Kty, Crv, X, Y, Kid, Alg string } `json:"keys"`
-	}
-	if err := json.Unmarshal(data, &set); err != nil {
-		return nil, fmt.Errorf("JWKS: %w", err)
-	}
-	var keys []*signed.Key
-	for _, j := range set.Keys {
-		x, err := base64.RawURLEncoding.DecodeString(j.X)
-		if err != nil {
-			return nil, fmt.Errorf("JWKS key %s: %w", j.Kid, err)
-		}
-		var pub any
-		switch {
-		case j.Kty == "OKP" && j.Crv == "Ed25519" && len(x) == ed25519.PublicKeySize:
-			pub = ed25519.PublicKey(x)
-		case j.Kty == "EC" && j.Crv == "P-256":
-			y, err := base64.RawURLEncoding.DecodeString(j.Y)
-			if err != nil {
-				return nil, fmt.Errorf("JWKS key %s: %w", j.Kid, err)
-			}
-			pub = &ecdsa.PublicKey{Curve: elliptic.P256(), X: new(big.Int).SetBytes(x), Y: new(big.Int).SetBytes(y)}
-		default:
-			continue
-		}
-		der, err := x509.MarshalPKIXPublicKey(pub)
-		if err != nil {
-			return nil, fmt.Errorf("JWKS key %s: %w", j.Kid, err)
-		}
-		k, err := signed.ParseKeyPEM(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der,
-			Headers: map[string]string{signed.KeyIDHeader: j.Kid, signed.AlgHeader: j.Alg}}))
-		if err != nil {
-			return nil, fmt.Errorf("JWKS key %s: %w", j.Kid, err)
-		}
-		keys = append(keys, k)
-	}
-	if len(keys) == 0 {
-		return nil, errors.New("JWKS holds no Ed25519 or P-256 key")
-	}
-	return keys, nil
+	return signed.ParseJWKS(body)
 }
 
 type stringList []string

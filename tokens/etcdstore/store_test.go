@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegw/fencegw/config"
 	"github.com/fencegw/fencegw/internal/testetcd"
 	"github.com/fencegw/fencegw/tokens"
 	"github.com/fencegw/fencegw/tokens/etcdstore"
@@ -172,11 +173,11 @@ func TestOpenUnreachable(t *testing.T) {
 		{"tls to plaintext", "etcd+https://" + c.Endpoints()[0]},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			o, err := etcdstore.ParseURL(tc.url)
+			u, err := config.ParseEtcdURL(tc.url)
 			if err != nil {
 				t.Fatal(err)
 			}
-			o.DialTimeout = 500 * time.Millisecond
+			o := etcdstore.Options{Endpoints: u.Endpoints, DialTimeout: 500 * time.Millisecond}
 			start := time.Now()
 			s, err := etcdstore.Open(context.Background(), o)
 			if err == nil {

@@ -99,3 +99,4 @@ func TestJWKS(t *testing.T) {
 		t.Errorf("HS256-only JWKS = %s, %v", onlyHS, err)
 	}
 }
+

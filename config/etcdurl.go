@@ -1,4 +1,4 @@
-package etcdstore
+package config
 
 import (
 	"errors"
@@ -12,10 +12,22 @@ import (
 	"unicode/utf8"
 )
 
-// ErrInvalidURL is wrapped by every error ParseURL returns.
-var ErrInvalidURL = errors.New("etcdstore: invalid store URL")
+// ErrInvalidEtcdURL is wrapped by every error ParseEtcdURL returns.
+var ErrInvalidEtcdURL = errors.New("invalid etcd store URL")
 
-// ParseURL parses a store URL into Options:
+// EtcdURL is an etcd store setting, parsed.
+type EtcdURL struct {
+	// Endpoints are client URLs of cluster members: "host:port" for
+	// plaintext, "https://host:port" for TLS.
+	Endpoints []string
+	// Prefix is the key prefix, ending in "/"; empty for the store's
+	// default prefix.
+	Prefix string
+	// Username and Password authenticate to etcd's auth system.
+	Username, Password string
+}
+
+// ParseEtcdURL parses an etcd store setting:
 //
 //	etcd://[user:password@]host:port[,host:port...][/prefix]
 //
@@ -26,11 +38,13 @@ var ErrInvalidURL = errors.New("etcdstore: invalid store URL")
 //
 // The path, percent-decoded, is the key prefix; a "/" is appended if it does
 // not end with one, so that etcd://h:2379/app and etcd://h:2379/app2 cannot
-// share keys. No path, or "/", means DefaultPrefix. Query strings and
-// fragments are refused, as is anything else ParseURL does not understand.
-// Errors wrap ErrInvalidURL, say what is wrong and never quote the password.
-func ParseURL(s string) (Options, error) {
-	var o Options
+// share keys. No path, or "/", means the store's default prefix (an empty
+// Prefix). Query strings and
+// fragments are refused, as is anything else ParseEtcdURL does not
+// understand. Errors wrap ErrInvalidEtcdURL, say what is wrong and never
+// quote the password.
+func ParseEtcdURL(s string) (EtcdURL, error) {
+	var o EtcdURL
 	scheme, rest, ok := strings.Cut(s, "://")
 	if !ok {
 		return o, invalidURL("missing scheme: want etcd://, etcd+http:// or etcd+https://")
@@ -63,16 +77,16 @@ func ParseURL(s string) (Options, error) {
 	if i := strings.LastIndexByte(authority, '@'); i >= 0 {
 		var err error
 		if o.Username, o.Password, err = parseUserinfo(authority[:i]); err != nil {
-			return Options{}, err
+			return EtcdURL{}, err
 		}
 		authority = authority[i+1:]
 	}
 	var err error
 	if o.Endpoints, err = parseHosts(authority, secure); err != nil {
-		return Options{}, err
+		return EtcdURL{}, err
 	}
 	if o.Prefix, err = parsePrefix(path); err != nil {
-		return Options{}, err
+		return EtcdURL{}, err
 	}
 	return o, nil
 }
@@ -183,7 +197,7 @@ func checkHostName(h string) error {
 // parsePrefix turns the URL path into a key prefix ending in "/".
 func parsePrefix(path string) (string, error) {
 	if path == "" || path == "/" {
-		return DefaultPrefix, nil
+		return "", nil
 	}
 	p, err := url.PathUnescape(path)
 	if err != nil {
@@ -204,7 +218,7 @@ func parsePrefix(path string) (string, error) {
 }
 
 func invalidURL(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrInvalidURL, fmt.Sprintf(format, args...))
+	return fmt.Errorf("%w: %s", ErrInvalidEtcdURL, fmt.Sprintf(format, args...))
 }
 
 // truncate shortens s for quoting in an error message.

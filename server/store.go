@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"context"
@@ -21,11 +21,12 @@ func openStore(ctx context.Context, store string) (tokens.Store, error) {
 		}
 		return s, nil
 	case config.StoreEtcd:
-		o, err := etcdstore.ParseURL(store)
+		u, err := config.ParseEtcdURL(store)
 		if err != nil {
 			return nil, fmt.Errorf("store: %w", err)
 		}
-		s, err := etcdstore.Open(ctx, o)
+		s, err := etcdstore.Open(ctx, etcdstore.Options{Endpoints: u.Endpoints, Prefix: u.Prefix,
+			Username: u.Username, Password: u.Password})
 		if err != nil {
 			return nil, fmt.Errorf("open etcd store: %w", err)
 		}

@@ -1,4 +1,4 @@
-package etcdstore_test
+package config_test
 
 import (
 	"errors"
@@ -8,24 +8,24 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fencegw/fencegw/tokens/etcdstore"
+	"github.com/fencegw/fencegw/config"
 )
 
 var parseURLCases = []struct {
 	in      string
-	want    etcdstore.Options
+	want    config.EtcdURL
 	wantErr string // substring of the error; "" for success
 }{
-	{in: "etcd://127.0.0.1:2379", want: etcdstore.Options{Endpoints: []string{"127.0.0.1:2379"}, Prefix: "/fencegw/hwm/"}},
-	{in: "etcd://127.0.0.1:2379/", want: etcdstore.Options{Endpoints: []string{"127.0.0.1:2379"}, Prefix: "/fencegw/hwm/"}},
-	{in: "etcd://a:1,b.example.com:2,[::1]:3/app", want: etcdstore.Options{Endpoints: []string{"a:1", "b.example.com:2", "[::1]:3"}, Prefix: "/app/"}},
-	{in: "ETCD://a:1/app/hwm/", want: etcdstore.Options{Endpoints: []string{"a:1"}, Prefix: "/app/hwm/"}},
-	{in: "etcd+http://a:1/x", want: etcdstore.Options{Endpoints: []string{"a:1"}, Prefix: "/x/"}},
-	{in: "etcd+https://a:1,b:2/x", want: etcdstore.Options{Endpoints: []string{"https://a:1", "https://b:2"}, Prefix: "/x/"}},
-	{in: "etcd://u:p%40ss%2Fw@a:1/x%20y", want: etcdstore.Options{Endpoints: []string{"a:1"}, Prefix: "/x y/", Username: "u", Password: "p@ss/w"}},
-	{in: "etcd://u:p@ss@a:1", want: etcdstore.Options{Endpoints: []string{"a:1"}, Prefix: "/fencegw/hwm/", Username: "u", Password: "p@ss"}},
-	{in: "etcd://u:p@a:1/team@x", want: etcdstore.Options{Endpoints: []string{"a:1"}, Prefix: "/team@x/", Username: "u", Password: "p"}},
-	{in: "etcd://a:65535", want: etcdstore.Options{Endpoints: []string{"a:65535"}, Prefix: "/fencegw/hwm/"}},
+	{in: "etcd://127.0.0.1:2379", want: config.EtcdURL{Endpoints: []string{"127.0.0.1:2379"}, Prefix: ""}},
+	{in: "etcd://127.0.0.1:2379/", want: config.EtcdURL{Endpoints: []string{"127.0.0.1:2379"}, Prefix: ""}},
+	{in: "etcd://a:1,b.example.com:2,[::1]:3/app", want: config.EtcdURL{Endpoints: []string{"a:1", "b.example.com:2", "[::1]:3"}, Prefix: "/app/"}},
+	{in: "ETCD://a:1/app/hwm/", want: config.EtcdURL{Endpoints: []string{"a:1"}, Prefix: "/app/hwm/"}},
+	{in: "etcd+http://a:1/x", want: config.EtcdURL{Endpoints: []string{"a:1"}, Prefix: "/x/"}},
+	{in: "etcd+https://a:1,b:2/x", want: config.EtcdURL{Endpoints: []string{"https://a:1", "https://b:2"}, Prefix: "/x/"}},
+	{in: "etcd://u:p%40ss%2Fw@a:1/x%20y", want: config.EtcdURL{Endpoints: []string{"a:1"}, Prefix: "/x y/", Username: "u", Password: "p@ss/w"}},
+	{in: "etcd://u:p@ss@a:1", want: config.EtcdURL{Endpoints: []string{"a:1"}, Prefix: "", Username: "u", Password: "p@ss"}},
+	{in: "etcd://u:p@a:1/team@x", want: config.EtcdURL{Endpoints: []string{"a:1"}, Prefix: "/team@x/", Username: "u", Password: "p"}},
+	{in: "etcd://a:65535", want: config.EtcdURL{Endpoints: []string{"a:65535"}, Prefix: ""}},
 
 	{in: "", wantErr: "missing scheme"},
 	{in: "127.0.0.1:2379", wantErr: "missing scheme"},
@@ -62,21 +62,21 @@ var parseURLCases = []struct {
 	{in: "etcd://a:1/x%0Ay", wantErr: "control character"},
 }
 
-func TestParseURL(t *testing.T) {
+func TestParseEtcdURL(t *testing.T) {
 	for _, tc := range parseURLCases {
-		got, err := etcdstore.ParseURL(tc.in)
+		got, err := config.ParseEtcdURL(tc.in)
 		if tc.wantErr != "" {
 			if err == nil {
 				t.Errorf("ParseURL(%q) = %+v, want error containing %q", tc.in, got, tc.wantErr)
 				continue
 			}
-			if !strings.Contains(err.Error(), tc.wantErr) || !errors.Is(err, etcdstore.ErrInvalidURL) {
+			if !strings.Contains(err.Error(), tc.wantErr) || !errors.Is(err, config.ErrInvalidEtcdURL) {
 				t.Errorf("ParseURL(%q) error = %v, want ErrInvalidURL containing %q", tc.in, err, tc.wantErr)
 			}
 			if strings.Contains(err.Error(), "secret") || strings.Contains(err.Error(), "cret") {
 				t.Errorf("ParseURL(%q) error quotes the password: %v", tc.in, err)
 			}
-			if !reflect.DeepEqual(got, etcdstore.Options{}) {
+			if !reflect.DeepEqual(got, config.EtcdURL{}) {
 				t.Errorf("ParseURL(%q) returned %+v with its error", tc.in, got)
 			}
 			continue
@@ -92,7 +92,7 @@ func TestParseURL(t *testing.T) {
 }
 
 // formatURL writes o back as a store URL.
-func formatURL(o etcdstore.Options) string {
+func formatURL(o config.EtcdURL) string {
 	scheme := "etcd://"
 	var hosts []string
 	for _, ep := range o.Endpoints {
@@ -115,17 +115,17 @@ func formatURL(o etcdstore.Options) string {
 
 // FuzzParseURL checks that ParseURL never panics, that what it accepts is
 // well formed, and that it parses its own output back to the same Options.
-func FuzzParseURL(f *testing.F) {
+func FuzzParseEtcdURL(f *testing.F) {
 	for _, tc := range parseURLCases {
 		f.Add(tc.in)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
-		o, err := etcdstore.ParseURL(in)
+		o, err := config.ParseEtcdURL(in)
 		if err != nil {
-			if !errors.Is(err, etcdstore.ErrInvalidURL) {
+			if !errors.Is(err, config.ErrInvalidEtcdURL) {
 				t.Fatalf("ParseURL(%q) error %v does not wrap ErrInvalidURL", in, err)
 			}
-			if !reflect.DeepEqual(o, etcdstore.Options{}) {
+			if !reflect.DeepEqual(o, config.EtcdURL{}) {
 				t.Fatalf("ParseURL(%q) returned %+v with its error", in, o)
 			}
 			return
@@ -144,13 +144,13 @@ func FuzzParseURL(f *testing.F) {
 				t.Fatalf("ParseURL(%q) endpoint %q is not host:port", in, ep)
 			}
 		}
-		if !strings.HasPrefix(o.Prefix, "/") || !strings.HasSuffix(o.Prefix, "/") {
+		if o.Prefix != "" && (!strings.HasPrefix(o.Prefix, "/") || !strings.HasSuffix(o.Prefix, "/")) {
 			t.Fatalf("ParseURL(%q) prefix %q does not start and end with /", in, o.Prefix)
 		}
 		if (o.Username == "") != (o.Password == "") {
 			t.Fatalf("ParseURL(%q) half credentials: %q/%q", in, o.Username, o.Password)
 		}
-		again, err := etcdstore.ParseURL(formatURL(o))
+		again, err := config.ParseEtcdURL(formatURL(o))
 		if err != nil {
 			t.Fatalf("ParseURL(%q) = %+v, but its formatted form %q fails: %v", in, o, formatURL(o), err)
 		}

@@ -1,4 +1,4 @@
-package config
+package server
 
 import (
 	"crypto/tls"
@@ -6,28 +6,30 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/fencegw/fencegw/config"
 	"github.com/fencegw/fencegw/policy"
 	"github.com/fencegw/fencegw/tokens"
 )
 
-// RouteDeps are what routes need beyond their configuration.
-type RouteDeps struct {
+// routeDeps are what routes need beyond their configuration.
+type routeDeps struct {
 	// Signed verifies signed tokens; routes with tokens signed or any need it.
 	Signed tokens.Verifier
 	// OpenSource opens a route's epoch source; field names it in errors.
-	OpenSource func(field string, s *EpochSource) (tokens.EpochSource, error)
+	OpenSource func(field string, s *config.EpochSource) (tokens.EpochSource, error)
 	// Transport returns the transport toward an upstream with its own TLS.
 	Transport func(*tls.Config) http.RoundTripper
 }
 
-// PolicyRoutes turns the validated routes into policy routes.
-func (c *Config) PolicyRoutes(d RouteDeps) ([]*policy.Route, error) {
+// policyRoutes turns the validated routes of c into policy routes. Errors
+// name the field.
+func policyRoutes(c config.Config, d routeDeps) ([]*policy.Route, error) {
 	routes := make([]*policy.Route, 0, len(c.Routes))
 	for i, r := range c.Routes {
 		at := fmt.Sprintf("routes[%d]", i)
-		u, err := ParseUpstream(r.Upstream)
+		u, err := config.ParseUpstream(r.Upstream)
 		if err != nil {
-			return nil, &FieldError{Field: at + ".upstream", Msg: err.Error()}
+			return nil, &config.FieldError{Field: at + ".upstream", Msg: err.Error()}
 		}
 		pr := &policy.Route{
 			Name:        r.Name,
@@ -46,7 +48,7 @@ func (c *Config) PolicyRoutes(d RouteDeps) ([]*policy.Route, error) {
 			pr.Verifier = tokens.RawVerifier{}
 		case policy.TokensSigned, policy.TokensAny:
 			if d.Signed == nil {
-				return nil, &FieldError{Field: at + ".tokens", Msg: "signed tokens need the token authority's keys"}
+				return nil, &config.FieldError{Field: at + ".tokens", Msg: "signed tokens need the token authority's keys"}
 			}
 			pr.Verifier = d.Signed
 			if pr.Tokens == policy.TokensAny {
@@ -56,16 +58,16 @@ func (c *Config) PolicyRoutes(d RouteDeps) ([]*policy.Route, error) {
 		if r.TLS != nil {
 			tc, err := r.TLS.ClientConfig()
 			if err != nil {
-				return nil, &FieldError{Field: at + ".tls", Msg: err.Error()}
+				return nil, &config.FieldError{Field: at + ".tls", Msg: err.Error()}
 			}
 			if d.Transport == nil {
-				return nil, &FieldError{Field: at + ".tls", Msg: "upstream TLS is not available here"}
+				return nil, &config.FieldError{Field: at + ".tls", Msg: "upstream TLS is not available here"}
 			}
 			pr.Transport = d.Transport(tc)
 		}
 		if r.EpochSource != nil {
 			if d.OpenSource == nil {
-				return nil, &FieldError{Field: at + ".epoch_source", Msg: "epoch sources are not available here"}
+				return nil, &config.FieldError{Field: at + ".epoch_source", Msg: "epoch sources are not available here"}
 			}
 			if pr.EpochSource, err = d.OpenSource(at+".epoch_source", r.EpochSource); err != nil {
 				return nil, err
@@ -75,8 +77,8 @@ func (c *Config) PolicyRoutes(d RouteDeps) ([]*policy.Route, error) {
 			pr.Methods = nil // every method but the safe ones
 		}
 		if r.Resource != "" {
-			if pr.Resource, err = policy.ParseTemplate(r.Resource); err != nil {
-				return nil, &FieldError{Field: at + ".resource", Msg: err.Error()}
+			if pr.Resource, err = tokens.ParseTemplate(r.Resource); err != nil {
+				return nil, &config.FieldError{Field: at + ".resource", Msg: err.Error()}
 			}
 		}
 		routes = append(routes, pr)

@@ -1,0 +1,60 @@
+package signed
+
+import (
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+)
+
+// ParseJWKS reads the Ed25519 and P-256 public keys of a JWK set, such as
+// Keyring.JWKS writes, each with its key id and algorithm. Keys of other
+// types are skipped; a set with none of these is an error.
+func ParseJWKS(data []byte) ([]*Key, error) {
+	var set struct {
+		Keys []struct{ Kty, Crv, X, Y, Kid, Alg string } `json:"keys"`
+	}
+	if err := json.Unmarshal(data, &set); err != nil {
+		return nil, fmt.Errorf("JWKS: %w", err)
+	}
+	var keys []*Key
+	for _, j := range set.Keys {
+		x, err := base64.RawURLEncoding.DecodeString(j.X)
+		if err != nil {
+			return nil, fmt.Errorf("JWKS key %s: %w", j.Kid, err)
+		}
+		var pub any
+		switch {
+		case j.Kty == "OKP" && j.Crv == "Ed25519" && len(x) == ed25519.PublicKeySize:
+			pub = ed25519.PublicKey(x)
+		case j.Kty == "EC" && j.Crv == "P-256":
+			y, err := base64.RawURLEncoding.DecodeString(j.Y)
+			if err != nil {
+				return nil, fmt.Errorf("JWKS key %s: %w", j.Kid, err)
+			}
+			pub = &ecdsa.PublicKey{Curve: elliptic.P256(), X: new(big.Int).SetBytes(x), Y: new(big.Int).SetBytes(y)}
+		default:
+			continue
+		}
+		der, err := x509.MarshalPKIXPublicKey(pub)
+		if err != nil {
+			return nil, fmt.Errorf("JWKS key %s: %w", j.Kid, err)
+		}
+		k, err := ParseKeyPEM(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der,
+			Headers: map[string]string{KeyIDHeader: j.Kid, AlgHeader: j.Alg}}))
+		if err != nil {
+			return nil, fmt.Errorf("JWKS key %s: %w", j.Kid, err)
+		}
+		keys = append(keys, k)
+	}
+	if len(keys) == 0 {
+		return nil, errors.New("JWKS holds no Ed25519 or P-256 key")
+	}
+	return keys, nil
+}

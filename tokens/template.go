@@ -1,0 +1,182 @@
+package tokens
+
+import (
+	"errors"
+	"fmt"
+	"net/textproto"
+	"strconv"
+	"strings"
+)
+
+// Template says how a write names its resource. It is literal text with
+// placeholders:
+//
+//	{segment:N}   the Nth path segment after the route's prefix (1-based)
+//	{header:Name} the value of request header Name
+//
+// For example "tenant-{segment:1}" on prefix "/tenants/" names
+// "tenant-42" for the path /tenants/42/mail. A front end supplies the
+// values through a TemplateRequest.
+type Template struct {
+	src   string
+	parts []part
+}
+
+type partKind int
+
+const (
+	literal partKind = iota
+	segment
+	header
+)
+
+type part struct {
+	kind    partKind
+	text    string // literal text, or the canonical header name
+	segment int    // 1-based segment index
+}
+
+// ParseTemplate parses src. Errors say what is wrong and where.
+func ParseTemplate(src string) (*Template, error) {
+	if src == "" {
+		return nil, errors.New("empty template")
+	}
+	t := &Template{src: src}
+	rest := src
+	for rest != "" {
+		open := strings.IndexAny(rest, "{}")
+		if open < 0 {
+			t.parts = append(t.parts, part{kind: literal, text: rest})
+			break
+		}
+		if rest[open] == '}' {
+			return nil, fmt.Errorf("unmatched '}' at offset %d", len(src)-len(rest)+open)
+		}
+		if open > 0 {
+			t.parts = append(t.parts, part{kind: literal, text: rest[:open]})
+		}
+		end := strings.IndexByte(rest[open:], '}')
+		if end < 0 {
+			return nil, fmt.Errorf("unclosed '{' at offset %d", len(src)-len(rest)+open)
+		}
+		p, err := parsePlaceholder(rest[open+1 : open+end])
+		if err != nil {
+			return nil, fmt.Errorf("placeholder at offset %d: %w", len(src)-len(rest)+open, err)
+		}
+		t.parts = append(t.parts, p)
+		rest = rest[open+end+1:]
+	}
+	return t, nil
+}
+
+func parsePlaceholder(s string) (part, error) {
+	kind, arg, ok := strings.Cut(s, ":")
+	if !ok || arg == "" {
+		return part{}, fmt.Errorf("{%s}: want {segment:N} or {header:Name}", s)
+	}
+	switch kind {
+	case "segment":
+		n, err := strconv.Atoi(arg)
+		if err != nil || n < 1 || n > 64 {
+			return part{}, fmt.Errorf("{%s}: segment index must be an integer from 1 to 64", s)
+		}
+		return part{kind: segment, segment: n}, nil
+	case "header":
+		for i := 0; i < len(arg); i++ {
+			if !isTokenChar(arg[i]) {
+				return part{}, fmt.Errorf("{%s}: %q is not a valid header name", s, arg)
+			}
+		}
+		name := textproto.CanonicalMIMEHeaderKey(arg)
+		if reservedHeaders[HeaderKey(name)] {
+			return part{}, fmt.Errorf("{%s}: %s cannot name a resource: the proxy does not forward it as received", s, name)
+		}
+		return part{kind: header, text: name}, nil
+	default:
+		return part{}, fmt.Errorf("{%s}: unknown placeholder kind %q", s, kind)
+	}
+}
+
+// isTokenChar reports whether c may appear in an HTTP header name (RFC 9110 token).
+func isTokenChar(c byte) bool {
+	switch {
+	case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		return true
+	}
+	return strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
+}
+
+// String returns the template's source.
+func (t *Template) String() string { return t.src }
+
+// Static reports whether the template has no placeholders, and if so its text.
+func (t *Template) Static() (string, bool) {
+	if len(t.parts) == 1 && t.parts[0].kind == literal {
+		return t.parts[0].text, true
+	}
+	return "", false
+}
+
+// HasHeader reports whether the template reads a request header.
+func (t *Template) HasHeader() bool {
+	for _, p := range t.parts {
+		if p.kind == header {
+			return true
+		}
+	}
+	return false
+}
+
+// TemplateRequest is what a template reads a write's resource from.
+type TemplateRequest interface {
+	// Segment returns the nth path segment below the route's prefix
+	// (1-based); an error wraps ErrNoResource when there is none.
+	Segment(n int) (string, error)
+	// Header returns the one unambiguous value of the header name
+	// (canonical); an error wraps ErrNoResource when there is none.
+	Header(name string) (string, error)
+}
+
+// Render names the resource of the write r describes. Its error wraps
+// ErrNoResource when a placeholder has no value.
+func (t *Template) Render(r TemplateRequest) (string, error) {
+	if s, ok := t.Static(); ok {
+		return s, nil
+	}
+	var b strings.Builder
+	for _, p := range t.parts {
+		var v string
+		var err error
+		switch p.kind {
+		case literal:
+			v = p.text
+		case segment:
+			v, err = r.Segment(p.segment)
+		case header:
+			v, err = r.Header(p.text)
+		}
+		if err != nil {
+			return "", err
+		}
+		b.WriteString(v)
+	}
+	return b.String(), nil
+}
+
+// reservedHeaders are the headers, by HeaderKey, that cannot name a
+// resource: hop-by-hop headers a proxy removes (RFC 9110 §7.6.1), the
+// framing and host fields an HTTP server consumes, and the fencing
+// headers the gateway rewrites. The upstream would not receive any of
+// them as the fence read it.
+var reservedHeaders = map[string]bool{
+	"connection": true, "proxy-connection": true, "keep-alive": true, "proxy-authenticate": true,
+	"proxy-authorization": true, "te": true, "trailer": true, "transfer-encoding": true, "upgrade": true,
+	"host": true, "content-length": true,
+	"fencing-token": true, "fencing-epoch": true,
+}
+
+// HeaderKey folds a header name the way lenient servers do: case-blind,
+// with "_" read as "-" (CGI, and servers that map headers to variables).
+func HeaderKey(name string) string {
+	return strings.ReplaceAll(strings.ToLower(name), "_", "-")
+}
