@@ -1,8 +1,10 @@
 package gateway_test
 
 import (
+	"context"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -11,16 +13,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fencegw/fencegw/config"
 	"github.com/fencegw/fencegw/gateway"
-	"github.com/fencegw/fencegw/policy"
-	"github.com/fencegw/fencegw/tokens"
-	"github.com/fencegw/fencegw/tokens/boltstore"
+	"github.com/fencegw/fencegw/server"
 )
 
 // BenchmarkProxy compares, side by side in one run, a bare
 // httputil.ReverseProxy (the baseline) with fencegw admitting writes at the
 // current epoch and refusing stale ones, without and with the framing guard
-// of fencegw serve (GuardListener), all over loopback HTTP/1.1 to the same
+// of fencegw serve (server.Serve), all over loopback HTTP/1.1 to the same
 // upstream with a 40-byte POST.
 //
 //	go test -run '^$' -bench BenchmarkProxy -benchmem ./gateway
@@ -38,23 +39,24 @@ func BenchmarkProxy(b *testing.B) {
 	})
 	defer bare.Close()
 
-	store, err := boltstore.Open(filepath.Join(b.TempDir(), "bench.db"))
+	// fencegw as the binary assembles it (server.New) on the embedded store,
+	// once behind httptest's plain listener and once served by Serve, as
+	// fencegw serve runs it: framing guarded.
+	c := config.Default()
+	c.Store = filepath.Join(b.TempDir(), "bench.db")
+	c.Routes = []config.Route{{Prefix: "/", Upstream: up.URL, Tokens: config.TokensRaw, Resource: "bench"}}
+	if err := c.Validate(); err != nil {
+		b.Fatal(err)
+	}
+	s, err := server.New(context.Background(), c, server.Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer store.Close()
-	table, _ := policy.NewTable([]*policy.Route{{Prefix: "/", Upstream: u, Tokens: policy.TokensRaw,
-		Verifier: tokens.RawVerifier{}, Resource: mustTemplate(b, "bench")}})
-	h := gateway.New(gateway.Options{Routes: gateway.NewRoutes(table),
-		Fence: tokens.NewFence(store, tokens.FenceOptions{}), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	fenced := httptest.NewServer(h)
+	defer s.Close()
+	fenced := httptest.NewServer(s.Proxy())
 	defer fenced.Close()
-	// As fencegw serve runs it: framing guarded.
-	guarded := httptest.NewUnstartedServer(h)
-	guarded.Listener = gateway.GuardListener(guarded.Listener, gateway.GuardOptions{})
-	guarded.Config.ConnContext = gateway.ConnContext
-	guarded.Start()
-	defer guarded.Close()
+	guardedURL, stopServing := serveForBench(b, s)
+	defer stopServing()
 
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	body := strings.Repeat("x", 40)
@@ -89,14 +91,29 @@ func BenchmarkProxy(b *testing.B) {
 	b.Run("baseline=bare-reverseproxy", func(b *testing.B) { send(b, bare.URL, "", http.StatusOK) })
 	b.Run("fencegw=admit-current-epoch", func(b *testing.B) { send(b, fenced.URL, "5", http.StatusOK) })
 	b.Run("fencegw=refuse-stale", func(b *testing.B) { send(b, fenced.URL, "4", http.StatusPreconditionFailed) })
-	b.Run("fencegw=admit-current-epoch,guarded", func(b *testing.B) { send(b, guarded.URL, "5", http.StatusOK) })
-	b.Run("fencegw=refuse-stale,guarded", func(b *testing.B) { send(b, guarded.URL, "4", http.StatusPreconditionFailed) })
+	b.Run("fencegw=admit-current-epoch,guarded", func(b *testing.B) { send(b, guardedURL, "5", http.StatusOK) })
+	b.Run("fencegw=refuse-stale,guarded", func(b *testing.B) { send(b, guardedURL, "4", http.StatusPreconditionFailed) })
 }
 
-func mustTemplate(tb testing.TB, s string) *tokens.Template {
-	t, err := tokens.ParseTemplate(s)
+// serveForBench serves s on loopback ports with Serve and returns the
+// proxy's URL and a function that stops serving.
+func serveForBench(b *testing.B, s *server.Server) (string, func()) {
+	ls := server.Listeners{Proxy: listenLoopback(b), Control: listenLoopback(b)}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, ls, nil) }()
+	return "http://" + ls.Proxy.Addr().String(), func() {
+		cancel()
+		if err := <-done; err != nil {
+			b.Errorf("serve: %v", err)
+		}
+	}
+}
+
+func listenLoopback(tb testing.TB) net.Listener {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return t
+	return ln
 }

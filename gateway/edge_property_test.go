@@ -4,24 +4,22 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"log/slog"
 	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/fencegw/fencegw/config"
 	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/policy"
-	"github.com/fencegw/fencegw/tokens"
-	"github.com/fencegw/fencegw/tokens/boltstore"
+	"github.com/fencegw/fencegw/server"
 )
 
 // The edge invariant: every request the upstream receives was admitted for
@@ -115,34 +113,13 @@ func newEdgeHarness(tb testing.TB) *edgeHarness {
 		w.WriteHeader(http.StatusCreated)
 	}))
 	tb.Cleanup(up.Close)
-	var routes []*policy.Route
+	c := embeddedConfig(tb)
+	c.MaxBodyBytes = 1 << 20
 	for _, er := range edgeRoutes {
-		u, _ := url.Parse(up.URL + er.base)
-		r := &policy.Route{Prefix: er.prefix, Upstream: u, StripPrefix: er.strip, Tokens: policy.TokensRaw,
-			Verifier: tokens.RawVerifier{}, Methods: er.methods}
-		if er.resource != "" {
-			tm, err := tokens.ParseTemplate(er.resource)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			r.Resource = tm
-		}
-		routes = append(routes, r)
+		c.Routes = append(c.Routes, config.Route{Prefix: er.prefix, Upstream: up.URL + er.base, StripPrefix: er.strip,
+			Tokens: config.TokensRaw, Methods: er.methods, Resource: er.resource})
 	}
-	table, err := policy.NewTable(routes)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	store, err := boltstore.Open(filepath.Join(tb.TempDir(), "edge.db"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { store.Close() })
-	tr := gateway.NewTransport(gateway.TransportOptions{})
-	tb.Cleanup(tr.CloseIdleConnections)
-	proxy := httptest.NewServer(gateway.New(gateway.Options{Routes: gateway.NewRoutes(table),
-		Fence: tokens.NewFence(store, tokens.FenceOptions{}), Transport: tr,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), MaxBodyBytes: 1 << 20}))
+	proxy := httptest.NewServer(assemble(tb, c, server.Options{}).Proxy())
 	tb.Cleanup(proxy.Close)
 	h.proxyAddr = proxy.Listener.Addr().String()
 	return h

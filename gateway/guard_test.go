@@ -6,22 +6,18 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/fencegw/fencegw/config"
 	"github.com/fencegw/fencegw/gateway"
-	"github.com/fencegw/fencegw/policy"
-	"github.com/fencegw/fencegw/tokens"
-	"github.com/fencegw/fencegw/tokens/boltstore"
+	"github.com/fencegw/fencegw/server"
 )
 
 // rawUpstream counts every byte that reaches it on any connection, and
@@ -115,23 +111,10 @@ func (c countingConn) Read(p []byte) (int, error) {
 // is checked against openapi.yaml.
 func guardedGateway(t *testing.T, up *rawUpstream, tc *tls.Config) string {
 	t.Helper()
-	u, _ := url.Parse(up.srv.URL)
-	down, _ := url.Parse("http://127.0.0.1:1") // nothing listens there
-	table, err := policy.NewTable([]*policy.Route{{Prefix: "/email/", Upstream: u, Tokens: policy.TokensRaw,
-		Verifier: tokens.RawVerifier{}},
-		{Prefix: "/down/", Upstream: down, Tokens: policy.TokensRaw, Verifier: tokens.RawVerifier{}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := boltstore.Open(filepath.Join(t.TempDir(), "s.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	transport := gateway.NewTransport(gateway.TransportOptions{})
-	t.Cleanup(transport.CloseIdleConnections)
-	h := gateway.New(gateway.Options{Routes: gateway.NewRoutes(table), Fence: tokens.NewFence(store, tokens.FenceOptions{}),
-		Transport: transport, Logger: slog.New(slog.DiscardHandler)})
+	c := embeddedConfig(t)
+	c.Routes = []config.Route{{Prefix: "/email/", Upstream: up.srv.URL, Tokens: config.TokensRaw},
+		{Prefix: "/down/", Upstream: "http://127.0.0.1:1", Tokens: config.TokensRaw}} // nothing listens on port 1
+	h := assemble(t, c, server.Options{}).Proxy()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

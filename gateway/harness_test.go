@@ -294,6 +294,31 @@ func newGatewayWith(t *testing.T, store tokens.Store, up *upstream, o gatewayOpt
 	return g
 }
 
+// assemble builds a gateway from c with server.New, as the binary does
+// (discarding logs unless o has a Logger), and closes it at cleanup.
+func assemble(tb testing.TB, c config.Config, o server.Options) *server.Server {
+	tb.Helper()
+	if err := c.Validate(); err != nil {
+		tb.Fatal(err)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	s, err := server.New(context.Background(), c, o)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	return s
+}
+
+// embeddedConfig is the default configuration over a fresh embedded store.
+func embeddedConfig(tb testing.TB) config.Config {
+	c := config.Default()
+	c.Store = filepath.Join(tb.TempDir(), "fencegw.db")
+	return c
+}
+
 // answer is a response with its body read.
 type answer struct {
 	status int

@@ -12,13 +12,13 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/fencegw/fencegw/config"
 	"github.com/fencegw/fencegw/gateway"
-	"github.com/fencegw/fencegw/policy"
+	"github.com/fencegw/fencegw/server"
 	"github.com/fencegw/fencegw/tokens"
 )
 
@@ -184,14 +184,11 @@ func (failingStore) Exclusive() bool { return false }
 // which the client never sees.
 func TestUnavailableLogsItsCause(t *testing.T) {
 	up := newUpstream(t)
-	u, _ := url.Parse(up.srv.URL)
-	table, err := policy.NewTable([]*policy.Route{{Prefix: "/w/", Upstream: u, Tokens: policy.TokensRaw, Verifier: tokens.RawVerifier{}}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var logs bytes.Buffer
-	h := gateway.New(gateway.Options{Routes: gateway.NewRoutes(table), Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
-		Fence: tokens.NewFence(failingStore{boltFresh(t)(t)}, tokens.FenceOptions{})})
+	c := embeddedConfig(t)
+	c.Routes = []config.Route{{Prefix: "/w/", Upstream: up.srv.URL, Tokens: config.TokensRaw}}
+	h := assemble(t, c, server.Options{Logger: slog.New(slog.NewJSONHandler(&logs, nil)),
+		Store: failingStore{boltFresh(t)(t)}}).Proxy()
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 	a := do(t, "POST", srv.URL+"/w/x", map[string]string{gateway.TokenHeader: "3", gateway.ResourceHeader: "r"}, "x")

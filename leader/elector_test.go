@@ -4,11 +4,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/fencegw/fencegw/config"
 	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/leader"
 )
@@ -116,8 +118,8 @@ func TestElectAndRenew(t *testing.T) {
 	stop := runElector(t, e.Run)
 
 	s := receive(t, rec.started, wait, "node-a to lead")
-	if s.term.Epoch != 1 || s.term.Token != "" {
-		t.Fatalf("first term %+v, want epoch 1 and no token (the authority has no issuer)", s.term)
+	if s.term.Epoch != 1 || s.term.Token == "" {
+		t.Fatalf("first term %+v, want epoch 1 and the authority's token for it", s.term)
 	}
 	if cur, ok := e.Current(); !ok || cur.Epoch != 1 {
 		t.Fatalf("Current = %+v, %v; want epoch 1", cur, ok)
@@ -410,8 +412,8 @@ func TestStepDownCampaignsAgain(t *testing.T) {
 
 func TestAPIKeys(t *testing.T) {
 	const name = "jobs-1"
-	g := newGateway(t, name, gatewayOptions{keys: gateway.APIKeys{
-		{Name: "jobs", Hash: sha256.Sum256([]byte("s3cret")), Leases: []string{"jobs-*"}},
+	g := newGateway(t, name, gatewayOptions{keys: []config.APIKey{
+		{Name: "jobs", SHA256: fmt.Sprintf("%x", sha256.Sum256([]byte("s3cret"))), Leases: []string{"jobs-*"}},
 	}})
 	for _, tc := range []struct {
 		key, name string

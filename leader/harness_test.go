@@ -20,27 +20,25 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/fencegw/fencegw/config"
 	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/leader"
-	"github.com/fencegw/fencegw/policy"
-	"github.com/fencegw/fencegw/tokens"
-	"github.com/fencegw/fencegw/tokens/boltstore"
+	"github.com/fencegw/fencegw/server"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // testGateway is a fencegw in this process over real HTTP: the control API
 // (lease endpoints) and the proxy, whose route /email/ is fenced by the
-// resource named like the lease, accepts raw epochs, and leads to an
-// upstream that records what reached it.
+// resource named like the lease, accepts raw epochs and signed tokens, and
+// leads to an upstream that records what reached it.
 type testGateway struct {
 	ControlURL string // the control API's base URL
 	ProxyURL   string // the proxy's base URL
 
 	api, proxy, upstream *httptest.Server
 	client               *http.Client // the harness's own calls
-	upTransport          *http.Transport
-	store                *boltstore.Store
+	srv                  *server.Server
 	dir                  string
 
 	mu       sync.Mutex
@@ -48,11 +46,12 @@ type testGateway struct {
 }
 
 type gatewayOptions struct {
-	keys gateway.APIKeys
+	keys []config.APIKey
 }
 
 // startGateway starts a gateway fencing resource (the lease's name) on a
-// fresh embedded store. Close stops it.
+// fresh embedded store, assembled by server.New as the binary does. Close
+// stops it.
 func startGateway(resource string, opts ...gatewayOptions) (*testGateway, error) {
 	var o gatewayOptions
 	if len(opts) > 0 {
@@ -62,12 +61,7 @@ func startGateway(resource string, opts ...gatewayOptions) (*testGateway, error)
 	if err != nil {
 		return nil, err
 	}
-	store, err := boltstore.Open(filepath.Join(dir, "fencegw.db"))
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	g := &testGateway{store: store, dir: dir,
+	g := &testGateway{dir: dir,
 		client: &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone(), Timeout: 10 * time.Second}}
 	g.upstream = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
@@ -77,24 +71,21 @@ func startGateway(resource string, opts ...gatewayOptions) (*testGateway, error)
 		w.WriteHeader(http.StatusCreated)
 		fmt.Fprintf(w, "upstream saw Fencing-Epoch %s", r.Header.Get(gateway.EpochHeader))
 	}))
-	up, _ := url.Parse(g.upstream.URL)
-	tm, err := tokens.ParseTemplate(resource)
-	if err != nil {
+	c := config.Default()
+	c.Store = filepath.Join(dir, "fencegw.db")
+	c.MaxBodyBytes = 1 << 20
+	c.APIKeys = o.keys
+	c.Routes = []config.Route{{Prefix: "/email/", Upstream: g.upstream.URL, Tokens: config.TokensAny, Resource: resource}}
+	if err := c.Validate(); err != nil {
 		g.Close()
 		return nil, err
 	}
-	table, err := policy.NewTable([]*policy.Route{{Prefix: "/email/", Upstream: up, Tokens: policy.TokensRaw,
-		Verifier: tokens.RawVerifier{}, Resource: tm}})
-	if err != nil {
+	if g.srv, err = server.New(context.Background(), c, server.Options{Logger: slog.New(slog.DiscardHandler)}); err != nil {
 		g.Close()
 		return nil, err
 	}
-	log := slog.New(slog.DiscardHandler)
-	fence := tokens.NewFence(store, tokens.FenceOptions{StoreTimeout: 2 * time.Second})
-	g.upTransport = gateway.NewTransport(gateway.TransportOptions{})
-	g.proxy = httptest.NewServer(gateway.New(gateway.Options{Routes: gateway.NewRoutes(table), Fence: fence,
-		Transport: g.upTransport, Logger: log, MaxBodyBytes: 1 << 20}))
-	g.api = httptest.NewServer(gateway.NewControlAPI(gateway.ControlOptions{Fence: fence, Logger: log, Keys: o.keys}))
+	g.proxy = httptest.NewServer(g.srv.Proxy())
+	g.api = httptest.NewServer(g.srv.Control())
 	g.ControlURL, g.ProxyURL = g.api.URL, g.proxy.URL
 	return g, nil
 }
@@ -106,11 +97,10 @@ func (g *testGateway) Close() {
 			s.Close()
 		}
 	}
-	if g.upTransport != nil {
-		g.upTransport.CloseIdleConnections()
-	}
 	g.client.CloseIdleConnections()
-	g.store.Close()
+	if g.srv != nil {
+		g.srv.Close()
+	}
 	os.RemoveAll(g.dir)
 }
 
