@@ -25,9 +25,6 @@ type Rejection struct {
 	Path           string          `json:"path"`
 }
 
-// DefaultAuditSize is the number of refusals an Audit keeps by default.
-const DefaultAuditSize = 4096
-
 // Audit keeps the most recent refusals of one replica in memory: a ring of
 // fixed size, so its memory is bounded; the oldest entries are dropped
 // first. It survives trace sampling: every refusal is recorded.
@@ -38,19 +35,19 @@ type Audit struct {
 	full bool
 }
 
-// NewAudit returns an Audit keeping the last size refusals (DefaultAuditSize
-// when size <= 0).
+// NewAudit returns an Audit keeping the last size refusals (the
+// configuration's telemetry.audit_size); with size < 1 it keeps none.
 func NewAudit(size int) *Audit {
-	if size <= 0 {
-		size = DefaultAuditSize
-	}
-	return &Audit{ring: make([]Rejection, size)}
+	return &Audit{ring: make([]Rejection, max(size, 0))}
 }
 
 // Record adds a refusal.
 func (a *Audit) Record(r Rejection) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if len(a.ring) == 0 {
+		return
+	}
 	a.ring[a.next] = r
 	a.next = (a.next + 1) % len(a.ring)
 	if a.next == 0 {

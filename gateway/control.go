@@ -70,30 +70,31 @@ type ControlOptions struct {
 // epoch-exhausted without Retry-After: retrying cannot help, the name is
 // spent.
 func NewControlAPI(o ControlOptions) http.Handler {
+	o = o.withDefaults()
+	return o.Observer.serverHandler(NewControlRouter(o), "control")
+}
+
+// DefaultReadyTimeout bounds the store check behind /readyz.
+const DefaultReadyTimeout = 2 * time.Second
+
+// withDefaults fills what o leaves unset.
+func (o ControlOptions) withDefaults() ControlOptions {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
 	if o.ReadyTimeout <= 0 {
-		o.ReadyTimeout = 2 * time.Second
+		o.ReadyTimeout = DefaultReadyTimeout
 	}
 	if o.Observer == nil {
 		o.Observer = mustObserver()
 	}
-	return o.Observer.serverHandler(NewControlRouter(o), "control")
+	return o
 }
 
 // NewControlRouter returns the control API's router without the server
 // spans NewControlAPI adds around it.
 func NewControlRouter(o ControlOptions) chi.Router {
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
-	if o.ReadyTimeout <= 0 {
-		o.ReadyTimeout = 2 * time.Second
-	}
-	if o.Observer == nil {
-		o.Observer = mustObserver()
-	}
+	o = o.withDefaults()
 	c := &control{ControlOptions: o}
 	r := chi.NewRouter()
 	r.Use(nameSpanByRoute)
