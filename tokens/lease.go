@@ -183,6 +183,35 @@ func ValidateLeaseRequest(name, holder string, by Caller) error {
 	return ValidateOwner(by.Name)
 }
 
+// ValidateHeld checks the arguments of a renew or release: those of
+// ValidateLeaseRequest, and the epoch held, which is positive.
+func ValidateHeld(name, holder string, epoch int64, by Caller) error {
+	if err := ValidateLeaseRequest(name, holder, by); err != nil {
+		return err
+	}
+	if epoch <= 0 {
+		return fmt.Errorf("%w: epoch must be positive, got %d", ErrInvalidLease, epoch)
+	}
+	return nil
+}
+
+// LostReason says why holder at epoch does not hold a lease whose record
+// is cur (found false: there is none), for a *LeaseLostError; "" when the
+// record names them (the lease may still have expired).
+func LostReason(found bool, cur Lease, holder string, epoch int64) string {
+	switch {
+	case !found:
+		return "never acquired"
+	case cur.Holder != holder || cur.Epoch != epoch:
+		r := fmt.Sprintf("held by %q at epoch %d", cur.Holder, cur.Epoch)
+		if !cur.Held {
+			r += " (expired)"
+		}
+		return r
+	}
+	return ""
+}
+
 // ValidateTTL checks a lease TTL: at least one second, at most MaxLeaseTTL,
 // whole seconds or milliseconds as the store supports.
 func ValidateTTL(ttl time.Duration) error {

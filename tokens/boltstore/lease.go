@@ -97,7 +97,7 @@ func (s *Store) Acquire(ctx context.Context, name, holder string, ttl time.Durat
 
 // Renew extends holder's live lease; see tokens.LeaseStore.
 func (s *Store) Renew(ctx context.Context, name, holder string, epoch int64, by tokens.Caller) (tokens.Lease, error) {
-	if err := checkHolderEpoch(name, holder, epoch, by); err != nil {
+	if err := tokens.ValidateHeld(name, holder, epoch, by); err != nil {
 		return tokens.Lease{}, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -113,7 +113,7 @@ func (s *Store) Renew(ctx context.Context, name, holder string, epoch int64, by 
 			return err
 		}
 		cur := s.leaseState(name, rec, now)
-		if lost := lostReason(found, cur, holder, epoch); lost != "" {
+		if lost := tokens.LostReason(found, cur, holder, epoch); lost != "" {
 			return &tokens.LeaseLostError{Name: name, Holder: holder, Epoch: epoch, Current: cur, Reason: lost}
 		}
 		if !by.MayUse(rec.Owner) {
@@ -142,7 +142,7 @@ func (s *Store) Renew(ctx context.Context, name, holder string, epoch int64, by 
 
 // Release ends holder's lease now; see tokens.LeaseStore.
 func (s *Store) Release(ctx context.Context, name, holder string, epoch int64, by tokens.Caller) error {
-	if err := checkHolderEpoch(name, holder, epoch, by); err != nil {
+	if err := tokens.ValidateHeld(name, holder, epoch, by); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -157,7 +157,7 @@ func (s *Store) Release(ctx context.Context, name, holder string, epoch int64, b
 			return err
 		}
 		cur := s.leaseState(name, rec, now)
-		if lost := lostReason(found, cur, holder, epoch); lost != "" {
+		if lost := tokens.LostReason(found, cur, holder, epoch); lost != "" {
 			return &tokens.LeaseLostError{Name: name, Holder: holder, Epoch: epoch, Current: cur, Reason: lost}
 		}
 		if !by.MayUse(rec.Owner) {
@@ -231,27 +231,6 @@ func (s *Store) leaseState(name string, rec leaseRecord, now time.Time) tokens.L
 		Held:      deadline.After(now),
 		Owner:     rec.Owner,
 	}
-}
-
-// lostReason says why holder at epoch does not hold the lease, or "".
-func lostReason(found bool, cur tokens.Lease, holder string, epoch int64) string {
-	switch {
-	case !found:
-		return "never acquired"
-	case cur.Holder != holder || cur.Epoch != epoch:
-		return fmt.Sprintf("held by %q at epoch %d", cur.Holder, cur.Epoch)
-	}
-	return ""
-}
-
-func checkHolderEpoch(name, holder string, epoch int64, by tokens.Caller) error {
-	if err := tokens.ValidateLeaseRequest(name, holder, by); err != nil {
-		return err
-	}
-	if epoch <= 0 {
-		return fmt.Errorf("%w: epoch must be positive, got %d", tokens.ErrInvalidLease, epoch)
-	}
-	return nil
 }
 
 func getLease(tx *bolt.Tx, name string) (leaseRecord, bool, error) {

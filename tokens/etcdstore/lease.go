@@ -199,7 +199,7 @@ func (s *Store) Acquire(ctx context.Context, name, holder string, ttl time.Durat
 // cluster or corrupt keys a *tokens.UnavailableError.
 func (s *Store) Renew(ctx context.Context, name, holder string, epoch int64, by tokens.Caller) (tokens.Lease, error) {
 	const op = "renew"
-	if err := validateHolderEpoch(name, holder, epoch, by); err != nil {
+	if err := tokens.ValidateHeld(name, holder, epoch, by); err != nil {
 		return tokens.Lease{}, err
 	}
 	if s.closed.Load() {
@@ -248,7 +248,7 @@ func (s *Store) Renew(ctx context.Context, name, holder string, epoch int64, by 
 // cluster or corrupt keys a *tokens.UnavailableError.
 func (s *Store) Release(ctx context.Context, name, holder string, epoch int64, by tokens.Caller) error {
 	const op = "release"
-	if err := validateHolderEpoch(name, holder, epoch, by); err != nil {
+	if err := tokens.ValidateHeld(name, holder, epoch, by); err != nil {
 		return err
 	}
 	if s.closed.Load() {
@@ -308,16 +308,14 @@ func (s *Store) readState(ctx context.Context, name string, withEpochs bool) (le
 // lost returns the *tokens.LeaseLostError of a renew or release by holder
 // at epoch when the record does not name them, or nil.
 func (s *Store) lost(ctx context.Context, name, holder string, epoch int64, st leaseState) error {
-	switch {
-	case !st.found:
-		return s.lostError(ctx, name, holder, epoch, st, "never acquired")
-	case st.rec.Holder != holder || st.rec.Epoch != epoch:
-		return s.lostError(ctx, name, holder, epoch, st,
-			fmt.Sprintf("granted to %q at epoch %d since", st.rec.Holder, st.rec.Epoch))
+	named := tokens.Lease{Holder: st.rec.Holder, Epoch: st.rec.Epoch, Held: st.alive}
+	if reason := tokens.LostReason(st.found, named, holder, epoch); reason != "" {
+		return s.lostError(ctx, name, holder, epoch, st, reason)
 	}
 	return nil
 }
 
+// lostError is the *tokens.LeaseLostError of holder at epoch, for reason.
 func (s *Store) lostError(ctx context.Context, name, holder string, epoch int64, st leaseState, reason string) error {
 	e := &tokens.LeaseLostError{Name: name, Holder: holder, Epoch: epoch, Reason: reason}
 	if st.found {
@@ -379,14 +377,4 @@ func ttlSeconds(ttl time.Duration) int64 {
 
 func isLeaseNotFound(err error) bool {
 	return err != nil && errors.Is(err, rpctypes.ErrLeaseNotFound)
-}
-
-func validateHolderEpoch(name, holder string, epoch int64, by tokens.Caller) error {
-	if err := tokens.ValidateLeaseRequest(name, holder, by); err != nil {
-		return err
-	}
-	if epoch <= 0 {
-		return fmt.Errorf("%w: epoch must be positive, got %d", tokens.ErrInvalidLease, epoch)
-	}
-	return nil
 }

@@ -132,7 +132,7 @@ func rollback(ctx context.Context, tx pgx.Tx) {
 // returns an *tokens.UnavailableError: the renewal may or may not have been
 // committed.
 func (s *Store) Renew(ctx context.Context, name, holder string, epoch int64, by tokens.Caller) (tokens.Lease, error) {
-	if err := validateHeld(name, holder, epoch, by); err != nil {
+	if err := tokens.ValidateHeld(name, holder, epoch, by); err != nil {
 		return tokens.Lease{}, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -161,7 +161,7 @@ func (s *Store) Renew(ctx context.Context, name, holder string, epoch int64, by 
 // *tokens.LeaseOwnedError (the owner is checked in the UPDATE itself). A
 // failure of the database returns an *tokens.UnavailableError.
 func (s *Store) Release(ctx context.Context, name, holder string, epoch int64, by tokens.Caller) error {
-	if err := validateHeld(name, holder, epoch, by); err != nil {
+	if err := tokens.ValidateHeld(name, holder, epoch, by); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -215,27 +215,13 @@ func (s *Store) lost(ctx context.Context, op, name, holder string, epoch int64, 
 		return &tokens.UnavailableError{Op: op, Resource: name,
 			Err: fmt.Errorf("read lease after refusing %s: %w", op, err)}
 	case cur.Holder != holder || cur.Epoch != epoch:
-		reason = fmt.Sprintf("held by %s at epoch %d", cur.Holder, cur.Epoch)
-		if !cur.Held {
-			reason += " (expired)"
-		}
+		reason = tokens.LostReason(true, cur, holder, epoch)
 	case !by.MayUse(cur.Owner):
 		return &tokens.LeaseOwnedError{Name: name, Owner: cur.Owner, Caller: by.Name, Op: op}
 	default:
 		reason = "expired"
 	}
 	return &tokens.LeaseLostError{Name: name, Holder: holder, Epoch: epoch, Current: cur, Reason: reason}
-}
-
-// validateHeld checks the arguments of Renew and Release.
-func validateHeld(name, holder string, epoch int64, by tokens.Caller) error {
-	if err := tokens.ValidateLeaseRequest(name, holder, by); err != nil {
-		return err
-	}
-	if epoch <= 0 {
-		return fmt.Errorf("%w: epoch must be positive, got %d", tokens.ErrInvalidLease, epoch)
-	}
-	return nil
 }
 
 // scanLease reads the leaseColumns of lease name from row.
