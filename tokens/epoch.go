@@ -72,3 +72,12 @@ func ValidateResource(name string) error {
 	}
 	return nil
 }
+
+// ValidateAdvance checks the arguments of Store.Advance: a valid resource
+// name and a positive epoch.
+func ValidateAdvance(resource string, epoch int64) error {
+	if err := ValidateResource(resource); err != nil {
+		return err
+	}
+	return ValidateEpoch(epoch)
+}

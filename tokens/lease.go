@@ -183,6 +183,15 @@ func ValidateLeaseRequest(name, holder string, by Caller) error {
 	return ValidateOwner(by.Name)
 }
 
+// ValidateAcquire checks the arguments of an acquire: those of
+// ValidateLeaseRequest, and a TTL ValidateTTL accepts.
+func ValidateAcquire(name, holder string, ttl time.Duration, by Caller) error {
+	if err := ValidateLeaseRequest(name, holder, by); err != nil {
+		return err
+	}
+	return ValidateTTL(ttl)
+}
+
 // ValidateHeld checks the arguments of a renew or release: those of
 // ValidateLeaseRequest, and the epoch held, which is positive.
 func ValidateHeld(name, holder string, epoch int64, by Caller) error {

@@ -94,10 +94,7 @@ func (s *Store) Current(ctx context.Context, resource string) (int64, error) {
 // Advance raises the HWM of resource to epoch unless epoch is below it. A
 // raise is committed and synced to disk before Advance returns.
 func (s *Store) Advance(ctx context.Context, resource string, epoch int64) (int64, error) {
-	if err := tokens.ValidateResource(resource); err != nil {
-		return 0, err
-	}
-	if err := tokens.ValidateEpoch(epoch); err != nil {
+	if err := tokens.ValidateAdvance(resource, epoch); err != nil {
 		return 0, err
 	}
 	if err := ctx.Err(); err != nil {

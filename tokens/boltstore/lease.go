@@ -33,10 +33,7 @@ func (r leaseRecord) ttl() time.Duration { return time.Duration(r.TTLMillis) * t
 // *tokens.LeaseOwnedError and *tokens.EpochExhaustedError; any other
 // failure is a *tokens.UnavailableError.
 func (s *Store) Acquire(ctx context.Context, name, holder string, ttl time.Duration, by tokens.Caller) (tokens.Grant, error) {
-	if err := tokens.ValidateLeaseRequest(name, holder, by); err != nil {
-		return tokens.Grant{}, err
-	}
-	if err := tokens.ValidateTTL(ttl); err != nil {
+	if err := tokens.ValidateAcquire(name, holder, ttl, by); err != nil {
 		return tokens.Grant{}, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -97,28 +94,8 @@ func (s *Store) Acquire(ctx context.Context, name, holder string, ttl time.Durat
 
 // Renew extends holder's live lease; see tokens.LeaseStore.
 func (s *Store) Renew(ctx context.Context, name, holder string, epoch int64, by tokens.Caller) (tokens.Lease, error) {
-	if err := tokens.ValidateHeld(name, holder, epoch, by); err != nil {
-		return tokens.Lease{}, err
-	}
-	if err := ctx.Err(); err != nil {
-		return tokens.Lease{}, &tokens.UnavailableError{Op: "renew", Resource: name, Err: err}
-	}
-	s.leaseMu.Lock()
-	defer s.leaseMu.Unlock()
-	now := s.now()
 	var out tokens.Lease
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		rec, found, err := getLease(tx, name)
-		if err != nil {
-			return err
-		}
-		cur := s.leaseState(name, rec, now)
-		if lost := tokens.LostReason(found, cur, holder, epoch); lost != "" {
-			return &tokens.LeaseLostError{Name: name, Holder: holder, Epoch: epoch, Current: cur, Reason: lost}
-		}
-		if !by.MayUse(rec.Owner) {
-			return &tokens.LeaseOwnedError{Name: name, Owner: rec.Owner, Caller: by.Name, Op: "renew"}
-		}
+	err := s.updateHeld(ctx, "renew", name, holder, epoch, by, func(tx *bolt.Tx, rec leaseRecord, cur tokens.Lease, now time.Time) error {
 		if !cur.Held {
 			return &tokens.LeaseLostError{Name: name, Holder: holder, Epoch: epoch, Current: cur, Reason: "expired"}
 		}
@@ -130,23 +107,37 @@ func (s *Store) Renew(ctx context.Context, name, holder string, epoch int64, by 
 		out = s.leaseState(name, rec, now)
 		return nil
 	})
-	if tokens.IsLeaseVerdict(err) {
-		return tokens.Lease{}, err
-	}
-	if err != nil {
-		delete(s.deadlines, name)
-		return tokens.Lease{}, &tokens.UnavailableError{Op: "renew", Resource: name, Err: err}
-	}
-	return out, nil
+	return out, err
 }
 
 // Release ends holder's lease now; see tokens.LeaseStore.
 func (s *Store) Release(ctx context.Context, name, holder string, epoch int64, by tokens.Caller) error {
+	return s.updateHeld(ctx, "release", name, holder, epoch, by, func(tx *bolt.Tx, rec leaseRecord, cur tokens.Lease, now time.Time) error {
+		if !cur.Held {
+			return nil // already lapsed or released: a retry succeeds
+		}
+		rec.ExpiresUnix = now.UnixNano()
+		if err := putLease(tx, name, rec); err != nil {
+			return err
+		}
+		s.deadlines[name] = now
+		return nil
+	})
+}
+
+// updateHeld runs change in one transaction under the lease lock once the
+// lease is found to be holder's grant at epoch, usable by by; otherwise it
+// returns the *tokens.LeaseLostError or *tokens.LeaseOwnedError. change
+// sees the record and its state as of now. Failures other than lease
+// verdicts are *tokens.UnavailableError, and forget the deadline change
+// may have set.
+func (s *Store) updateHeld(ctx context.Context, op, name, holder string, epoch int64, by tokens.Caller,
+	change func(tx *bolt.Tx, rec leaseRecord, cur tokens.Lease, now time.Time) error) error {
 	if err := tokens.ValidateHeld(name, holder, epoch, by); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
-		return &tokens.UnavailableError{Op: "release", Resource: name, Err: err}
+		return &tokens.UnavailableError{Op: op, Resource: name, Err: err}
 	}
 	s.leaseMu.Lock()
 	defer s.leaseMu.Unlock()
@@ -161,24 +152,16 @@ func (s *Store) Release(ctx context.Context, name, holder string, epoch int64, b
 			return &tokens.LeaseLostError{Name: name, Holder: holder, Epoch: epoch, Current: cur, Reason: lost}
 		}
 		if !by.MayUse(rec.Owner) {
-			return &tokens.LeaseOwnedError{Name: name, Owner: rec.Owner, Caller: by.Name, Op: "release"}
+			return &tokens.LeaseOwnedError{Name: name, Owner: rec.Owner, Caller: by.Name, Op: op}
 		}
-		if !cur.Held {
-			return nil // already lapsed or released: a retry succeeds
-		}
-		rec.ExpiresUnix = now.UnixNano()
-		if err := putLease(tx, name, rec); err != nil {
-			return err
-		}
-		s.deadlines[name] = now
-		return nil
+		return change(tx, rec, cur, now)
 	})
 	if tokens.IsLeaseVerdict(err) {
 		return err
 	}
 	if err != nil {
 		delete(s.deadlines, name)
-		return &tokens.UnavailableError{Op: "release", Resource: name, Err: err}
+		return &tokens.UnavailableError{Op: op, Resource: name, Err: err}
 	}
 	return nil
 }

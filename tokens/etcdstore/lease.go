@@ -54,18 +54,12 @@ const cleanupTimeout = time.Second
 // granted, so a grant that did happen ends at once).
 func (s *Store) Acquire(ctx context.Context, name, holder string, ttl time.Duration, by tokens.Caller) (tokens.Grant, error) {
 	const op = "acquire"
-	if err := tokens.ValidateLeaseRequest(name, holder, by); err != nil {
+	if err := tokens.ValidateAcquire(name, holder, ttl, by); err != nil {
 		return tokens.Grant{}, err
 	}
-	if err := tokens.ValidateTTL(ttl); err != nil {
-		return tokens.Grant{}, err
-	}
-	if s.closed.Load() {
-		return tokens.Grant{}, unavailable(op, name, ErrClosed)
-	}
-	st, err := s.readState(ctx, name, true)
+	st, err := s.read(ctx, op, name, true)
 	if err != nil {
-		return tokens.Grant{}, unavailable(op, name, err)
+		return tokens.Grant{}, err
 	}
 
 	var (
@@ -199,21 +193,9 @@ func (s *Store) Acquire(ctx context.Context, name, holder string, ttl time.Durat
 // cluster or corrupt keys a *tokens.UnavailableError.
 func (s *Store) Renew(ctx context.Context, name, holder string, epoch int64, by tokens.Caller) (tokens.Lease, error) {
 	const op = "renew"
-	if err := tokens.ValidateHeld(name, holder, epoch, by); err != nil {
-		return tokens.Lease{}, err
-	}
-	if s.closed.Load() {
-		return tokens.Lease{}, unavailable(op, name, ErrClosed)
-	}
-	st, err := s.readState(ctx, name, false)
+	st, err := s.held(ctx, op, name, holder, epoch, by)
 	if err != nil {
-		return tokens.Lease{}, unavailable(op, name, err)
-	}
-	if lost := s.lost(ctx, name, holder, epoch, st); lost != nil {
-		return tokens.Lease{}, lost
-	}
-	if !by.MayUse(st.rec.Owner) {
-		return tokens.Lease{}, &tokens.LeaseOwnedError{Name: name, Owner: st.rec.Owner, Caller: by.Name, Op: op}
+		return tokens.Lease{}, err
 	}
 	if !st.alive {
 		return tokens.Lease{}, s.lostError(ctx, name, holder, epoch, st, "lapsed or released")
@@ -248,21 +230,9 @@ func (s *Store) Renew(ctx context.Context, name, holder string, epoch int64, by 
 // cluster or corrupt keys a *tokens.UnavailableError.
 func (s *Store) Release(ctx context.Context, name, holder string, epoch int64, by tokens.Caller) error {
 	const op = "release"
-	if err := tokens.ValidateHeld(name, holder, epoch, by); err != nil {
-		return err
-	}
-	if s.closed.Load() {
-		return unavailable(op, name, ErrClosed)
-	}
-	st, err := s.readState(ctx, name, false)
+	st, err := s.held(ctx, op, name, holder, epoch, by)
 	if err != nil {
-		return unavailable(op, name, err)
-	}
-	if lost := s.lost(ctx, name, holder, epoch, st); lost != nil {
-		return lost
-	}
-	if !by.MayUse(st.rec.Owner) {
-		return &tokens.LeaseOwnedError{Name: name, Owner: st.rec.Owner, Caller: by.Name, Op: op}
+		return err
 	}
 	id := clientv3.LeaseID(st.rec.EtcdLease)
 	if _, err := s.cli.Revoke(ctx, id); err != nil && !isLeaseNotFound(err) {
@@ -283,12 +253,9 @@ func (s *Store) Lease(ctx context.Context, name string) (tokens.Lease, error) {
 	if err := tokens.ValidateResource(name); err != nil {
 		return tokens.Lease{}, err
 	}
-	if s.closed.Load() {
-		return tokens.Lease{}, unavailable(op, name, ErrClosed)
-	}
-	st, err := s.readState(ctx, name, false)
+	st, err := s.read(ctx, op, name, false)
 	if err != nil {
-		return tokens.Lease{}, unavailable(op, name, err)
+		return tokens.Lease{}, err
 	}
 	if !st.found {
 		return tokens.Lease{}, fmt.Errorf("lease %q: %w", name, tokens.ErrLeaseNotFound)
@@ -303,6 +270,39 @@ func (s *Store) readState(ctx context.Context, name string, withEpochs bool) (le
 		return leaseState{}, fmt.Errorf("reading lease keys: %w", err)
 	}
 	return s.parseState(name, withEpochs, tr.Responses)
+}
+
+// read reads the lease's state for op; failures, and a closed Store, are
+// *tokens.UnavailableError.
+func (s *Store) read(ctx context.Context, op, name string, withEpochs bool) (leaseState, error) {
+	if s.closed.Load() {
+		return leaseState{}, unavailable(op, name, ErrClosed)
+	}
+	st, err := s.readState(ctx, name, withEpochs)
+	if err != nil {
+		return leaseState{}, unavailable(op, name, err)
+	}
+	return st, nil
+}
+
+// held reads the lease's state for a renew or release (op) by holder at
+// epoch, and checks that the record names them and that by may act for its
+// owner: a *tokens.LeaseLostError or *tokens.LeaseOwnedError otherwise.
+func (s *Store) held(ctx context.Context, op, name, holder string, epoch int64, by tokens.Caller) (leaseState, error) {
+	if err := tokens.ValidateHeld(name, holder, epoch, by); err != nil {
+		return leaseState{}, err
+	}
+	st, err := s.read(ctx, op, name, false)
+	if err != nil {
+		return leaseState{}, err
+	}
+	if lost := s.lost(ctx, name, holder, epoch, st); lost != nil {
+		return leaseState{}, lost
+	}
+	if !by.MayUse(st.rec.Owner) {
+		return leaseState{}, &tokens.LeaseOwnedError{Name: name, Owner: st.rec.Owner, Caller: by.Name, Op: op}
+	}
+	return st, nil
 }
 
 // lost returns the *tokens.LeaseLostError of a renew or release by holder

@@ -89,10 +89,7 @@ func (s *Store) Current(ctx context.Context, resource string) (int64, error) {
 // out stale, equal or not issued, or ctx ends.
 func (s *Store) Advance(ctx context.Context, resource string, epoch int64) (int64, error) {
 	const op = "advance"
-	if err := tokens.ValidateResource(resource); err != nil {
-		return 0, err
-	}
-	if err := tokens.ValidateEpoch(epoch); err != nil {
+	if err := tokens.ValidateAdvance(resource, epoch); err != nil {
 		return 0, err
 	}
 	if s.closed.Load() {

@@ -29,10 +29,7 @@ import (
 // returns an *tokens.UnavailableError: the grant may or may not have been
 // committed.
 func (s *Store) Acquire(ctx context.Context, name, holder string, ttl time.Duration, by tokens.Caller) (tokens.Grant, error) {
-	if err := tokens.ValidateLeaseRequest(name, holder, by); err != nil {
-		return tokens.Grant{}, err
-	}
-	if err := tokens.ValidateTTL(ttl); err != nil {
+	if err := tokens.ValidateAcquire(name, holder, ttl, by); err != nil {
 		return tokens.Grant{}, err
 	}
 	if err := ctx.Err(); err != nil {

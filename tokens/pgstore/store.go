@@ -90,10 +90,7 @@ func (s *Store) read(ctx context.Context, resource string) (int64, error) {
 // If Advance returns an *tokens.UnavailableError, the raise may or may not
 // have been committed.
 func (s *Store) Advance(ctx context.Context, resource string, epoch int64) (int64, error) {
-	if err := tokens.ValidateResource(resource); err != nil {
-		return 0, err
-	}
-	if err := tokens.ValidateEpoch(epoch); err != nil {
+	if err := tokens.ValidateAdvance(resource, epoch); err != nil {
 		return 0, err
 	}
 	// A refusal is re-read with a fresh statement. The HWM only grows, so a
