@@ -15,18 +15,21 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-func TestContract(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) storetest.Factory {
-		path := filepath.Join(t.TempDir(), "fencegw.db")
-		return func(t *testing.T) tokens.Store {
-			s, err := boltstore.Open(path)
-			if err != nil {
-				t.Fatalf("Open: %v", err)
-			}
-			t.Cleanup(func() { s.Close() })
-			return s
+// fresh is a file for a new store; each client opens it anew (a restart).
+func fresh(t *testing.T) storetest.Factory {
+	path := filepath.Join(t.TempDir(), "fencegw.db")
+	return func(t *testing.T) tokens.Store {
+		s, err := boltstore.Open(path)
+		if err != nil {
+			t.Fatalf("Open: %v", err)
 		}
-	})
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+}
+
+func TestContract(t *testing.T) {
+	storetest.Run(t, fresh)
 }
 
 func TestSecondOpenRefused(t *testing.T) {
@@ -53,15 +56,5 @@ func TestClosedStoreUnavailable(t *testing.T) {
 }
 
 func TestLeaseContract(t *testing.T) {
-	storetest.RunLeases(t, func(t *testing.T) storetest.Factory {
-		path := filepath.Join(t.TempDir(), "fencegw.db")
-		return func(t *testing.T) tokens.Store {
-			s, err := boltstore.Open(path)
-			if err != nil {
-				t.Fatalf("Open: %v", err)
-			}
-			t.Cleanup(func() { s.Close() })
-			return s
-		}
-	})
+	storetest.RunLeases(t, fresh)
 }

@@ -16,12 +16,7 @@ import (
 	"github.com/fencegw/fencegw/tokens/storetest"
 )
 
-func TestLeaseContract(t *testing.T) {
-	storetest.RunLeases(t, func(t *testing.T) storetest.Factory {
-		dsn := testpg.Shared(t).NewDatabase(t)
-		return func(t *testing.T) tokens.Store { return open(t, dsn) }
-	})
-}
+func TestLeaseContract(t *testing.T) { storetest.RunLeases(t, fresh) }
 
 // TestConcurrentAcquireTwoPools has four holders, two on each of two stores
 // (two connection pools), take one lease in turns, each 20 times. The

@@ -16,11 +16,12 @@ import (
 	"github.com/fencegw/fencegw/tokens/storetest"
 )
 
-func TestContract(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) storetest.Factory {
-		dsn := testpg.Shared(t).NewDatabase(t)
-		return func(t *testing.T) tokens.Store { return open(t, dsn) }
-	})
+func TestContract(t *testing.T) { storetest.Run(t, fresh) }
+
+// fresh is a new database; each client is a new store (pool) on it.
+func fresh(t *testing.T) storetest.Factory {
+	dsn := testpg.Shared(t).NewDatabase(t)
+	return func(t *testing.T) tokens.Store { return open(t, dsn) }
 }
 
 // open opens a store on dsn and closes it when t ends.
@@ -43,19 +44,26 @@ func ctx(t *testing.T, d time.Duration) context.Context {
 // sql runs one statement on dsn outside the store.
 func sql(t *testing.T, dsn, query string, args ...any) {
 	t.Helper()
-	c := ctx(t, 30*time.Second)
-	conn, err := pgx.Connect(c, dsn)
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
-	defer conn.Close(context.Background())
-	if _, err := conn.Exec(c, query, args...); err != nil {
-		t.Fatalf("%s: %v", query, err)
-	}
+	withConn(t, dsn, func(c context.Context, conn *pgx.Conn) {
+		if _, err := conn.Exec(c, query, args...); err != nil {
+			t.Fatalf("%s: %v", query, err)
+		}
+	})
 }
 
 // queryInt runs a query returning one integer on dsn outside the store.
-func queryInt(t *testing.T, dsn, query string, args ...any) int64 {
+func queryInt(t *testing.T, dsn, query string, args ...any) (v int64) {
+	t.Helper()
+	withConn(t, dsn, func(c context.Context, conn *pgx.Conn) {
+		if err := conn.QueryRow(c, query, args...).Scan(&v); err != nil {
+			t.Fatalf("%s: %v", query, err)
+		}
+	})
+	return v
+}
+
+// withConn runs fn on a connection of its own to dsn.
+func withConn(t *testing.T, dsn string, fn func(context.Context, *pgx.Conn)) {
 	t.Helper()
 	c := ctx(t, 30*time.Second)
 	conn, err := pgx.Connect(c, dsn)
@@ -63,11 +71,7 @@ func queryInt(t *testing.T, dsn, query string, args ...any) int64 {
 		t.Fatalf("connect: %v", err)
 	}
 	defer conn.Close(context.Background())
-	var v int64
-	if err := conn.QueryRow(c, query, args...).Scan(&v); err != nil {
-		t.Fatalf("%s: %v", query, err)
-	}
-	return v
+	fn(c, conn)
 }
 
 func mustCurrent(t *testing.T, s tokens.Store, res string, want int64) {
