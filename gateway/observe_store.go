@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -26,18 +25,9 @@ type observedStore struct {
 
 func (s *observedStore) record(ctx context.Context, op string, start time.Time, err error) {
 	outcome := "ok"
-	var (
-		stale     *tokens.StaleEpochError
-		notIssued *tokens.EpochNotIssuedError
-		held      *tokens.LeaseHeldError
-		lost      *tokens.LeaseLostError
-		owned     *tokens.LeaseOwnedError
-		exhausted *tokens.EpochExhaustedError
-	)
 	switch {
 	case err == nil:
-	case errors.As(err, &stale), errors.As(err, &notIssued), errors.As(err, &held), errors.As(err, &lost),
-		errors.As(err, &owned), errors.As(err, &exhausted), errors.Is(err, tokens.ErrLeaseNotFound):
+	case tokens.IsVerdict(err):
 		outcome = "refused"
 	default:
 		outcome = "error"

@@ -50,3 +50,25 @@ func (e *UnavailableError) Error() string {
 }
 
 func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// IsVerdict reports whether err is a definite answer about the request, a
+// refusal after which nothing changed, rather than a failure to answer:
+// every admission refusal DecisionOf names (stale, missing, invalid,
+// forged, forbidden), and every refusal of a lease operation (a
+// *LeaseHeldError, *LeaseLostError, *LeaseOwnedError, *EpochExhaustedError,
+// ErrLeaseNotFound, ErrInvalidLease). Any other error, an *UnavailableError
+// above all, leaves the outcome unknown. nil is not a verdict.
+func IsVerdict(err error) bool {
+	if err == nil {
+		return false
+	}
+	var (
+		held      *LeaseHeldError
+		lost      *LeaseLostError
+		owned     *LeaseOwnedError
+		exhausted *EpochExhaustedError
+	)
+	return DecisionOf(err) != DecisionUnavailable || errors.As(err, &held) || errors.As(err, &lost) ||
+		errors.As(err, &owned) || errors.As(err, &exhausted) || errors.Is(err, ErrLeaseNotFound) ||
+		errors.Is(err, ErrInvalidLease)
+}

@@ -143,23 +143,12 @@ func (f *Fence) admitExclusive(ctx context.Context, st *resourceState, resource 
 	switch {
 	case err == nil || h > 0: // admitted, or stale with the store's HWM
 		st.hwm.Store(h)
-	case !isVerdict(err):
+	case !IsVerdict(err):
 		// The outcome is unknown: the store may hold epoch now. Reload
 		// before answering from memory again.
 		st.ready.Store(false)
 	}
 	return err
-}
-
-// isVerdict reports whether err is the store's answer about an epoch rather
-// than a failure to answer.
-func isVerdict(err error) bool {
-	var (
-		stale     *StaleEpochError
-		notIssued *EpochNotIssuedError
-	)
-	return errors.As(err, &stale) || errors.As(err, &notIssued) || errors.Is(err, ErrInvalidEpoch) ||
-		errors.Is(err, ErrInvalidResource)
 }
 
 // load fills st from an exclusive store once. The caller holds st.mu.

@@ -8,7 +8,7 @@ import (
 // Acquire grants a lease through the store (see LeaseStore.Acquire) and
 // brings the Fence's cache of resource name up to the grant's epoch, so a
 // holder fenced by the grant is refused from memory at once. A refusal
-// (IsLeaseVerdict) leaves the cache as it was; any other error leaves the
+// (IsVerdict) leaves the cache as it was; any other error leaves the
 // outcome unknown, and over an exclusive store the cache of name is then
 // reloaded from the store before it answers again.
 func (f *Fence) Acquire(ctx context.Context, name, holder string, ttl time.Duration, by Caller) (Grant, error) {
@@ -40,7 +40,7 @@ func (f *Fence) Acquire(ctx context.Context, name, holder string, ttl time.Durat
 	case err == nil:
 		st.hwm.Store(g.Epoch)
 		st.ready.Store(true)
-	case IsLeaseVerdict(err):
+	case IsVerdict(err):
 		st.ready.Store(wasReady) // nothing changed
 	}
 	// Otherwise the outcome is unknown: reload from the store next time.

@@ -297,7 +297,7 @@ func TestFenceAcquireKeepsCacheOnVerdicts(t *testing.T) {
 		}, func(f *tokens.Fence) error {
 			_, err := f.Acquire(context.Background(), "r", "node-a", time.Minute, owner)
 			return err
-		}, func(err error) bool { return err != nil && !tokens.IsLeaseVerdict(err) }, true},
+		}, func(err error) bool { return err != nil && !tokens.IsVerdict(err) }, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -146,22 +146,6 @@ func (e *EpochExhaustedError) Error() string {
 	return fmt.Sprintf("lease %q cannot be granted: epoch %d is the highest epoch, none is left above it", e.Name, e.Epoch)
 }
 
-// IsLeaseVerdict reports whether err is a store's definite refusal of a
-// lease operation, after which nothing changed: a *LeaseHeldError,
-// *LeaseLostError, *LeaseOwnedError, *EpochExhaustedError, ErrLeaseNotFound,
-// ErrInvalidLease or ErrInvalidResource. Any other error leaves the outcome
-// unknown.
-func IsLeaseVerdict(err error) bool {
-	var (
-		held      *LeaseHeldError
-		lost      *LeaseLostError
-		owned     *LeaseOwnedError
-		exhausted *EpochExhaustedError
-	)
-	return errors.As(err, &held) || errors.As(err, &lost) || errors.As(err, &owned) || errors.As(err, &exhausted) ||
-		errors.Is(err, ErrLeaseNotFound) || errors.Is(err, ErrInvalidLease) || errors.Is(err, ErrInvalidResource)
-}
-
 // MaxHolderLen is the longest holder name, in bytes.
 const MaxHolderLen = 256
 

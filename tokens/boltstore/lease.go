@@ -83,7 +83,7 @@ func (s *Store) Acquire(ctx context.Context, name, holder string, ttl time.Durat
 		return nil
 	})
 	if err != nil {
-		if tokens.IsLeaseVerdict(err) {
+		if tokens.IsVerdict(err) {
 			return tokens.Grant{}, err
 		}
 		delete(s.deadlines, name) // the commit failed: forget what it set
@@ -156,7 +156,7 @@ func (s *Store) updateHeld(ctx context.Context, op, name, holder string, epoch i
 		}
 		return change(tx, rec, cur, now)
 	})
-	if tokens.IsLeaseVerdict(err) {
+	if tokens.IsVerdict(err) {
 		return err
 	}
 	if err != nil {

@@ -37,7 +37,7 @@ func (s *Store) Acquire(ctx context.Context, name, holder string, ttl time.Durat
 	}
 	g, err := s.acquire(ctx, name, holder, ttl.Milliseconds(), by)
 	switch {
-	case tokens.IsLeaseVerdict(err):
+	case tokens.IsVerdict(err):
 		return tokens.Grant{}, err
 	case err != nil:
 		return tokens.Grant{}, &tokens.UnavailableError{Op: "acquire", Resource: name, Err: err}
