@@ -4,37 +4,38 @@ import (
 	"testing"
 
 	"github.com/fencegw/fencegw/config"
+	"github.com/fencegw/fencegw/policy"
 	"github.com/fencegw/fencegw/tokens"
 )
 
+// TestPolicyRoutesFromConfig builds the routes of the annotated example
+// configuration (its epoch source aside: it would dial out).
 func TestPolicyRoutesFromConfig(t *testing.T) {
-	c, err := config.Parse([]byte(`
-routes:
-  - prefix: "/email/"
-    upstream: "http://127.0.0.1:9000"
-    tokens: raw
-    resource: "invoice-sweeper"
-  - prefix: "/tenants/"
-    host: api.example.com
-    upstream: "https://mail.example.com/v1"
-    resource: "tenant-{segment:1}"
-    methods: [POST, GET]
-    strip_prefix: true
-`))
+	c, err := config.Parse([]byte(config.Example))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
+	c.Routes[2].EpochSource = nil
 	routes, err := policyRoutes(c, routeDeps{Signed: tokens.RawVerifier{}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(routes) != 2 || routes[1].Upstream.Host != "mail.example.com" || !routes[1].Fenced("GET") || routes[0].Fenced("GET") {
+	email, tenants, jobs := routes[0], routes[1], routes[2]
+	if len(routes) != 3 || tenants.Upstream.Host != "payments.example.com" || !tenants.StripPrefix || email.StripPrefix {
 		t.Fatalf("routes = %+v", routes)
 	}
-	if !routes[0].Fenced("PURGE") || !routes[1].StripPrefix || routes[1].Host != "api.example.com" {
+	// Listed methods are the fenced ones; without a list every method but
+	// GET, HEAD and OPTIONS is.
+	if email.Fenced("GET") || email.Fenced("PURGE") || !email.Fenced("DELETE") {
+		t.Fatalf("email route fences %v", email.Methods)
+	}
+	if tenants.Fenced("GET") || tenants.Fenced("OPTIONS") || !tenants.Fenced("PURGE") || !tenants.Fenced("POST") {
+		t.Fatalf("tenants route fences %v", tenants.Methods)
+	}
+	if jobs.Host != "jobs.example.com" || jobs.Tokens != policy.TokensRaw || email.Tokens != policy.TokensSigned {
 		t.Fatalf("routes = %+v", routes)
 	}
 }
