@@ -53,6 +53,35 @@ func TestStoreDown(t *testing.T) {
 	}
 }
 
+// TestBrokenPooledConnectionsRetried terminates every session of the
+// store's database while its pool sits idle: the next read and the next
+// advance each succeed, on a fresh connection, instead of failing on the
+// broken one they were handed.
+func TestBrokenPooledConnectionsRetried(t *testing.T) {
+	cl := testpg.Shared(t)
+	dsn := cl.NewDatabase(t)
+	s := open(t, dsn)
+	mustAdvance(t, s, "r", 5)
+	for _, op := range []struct {
+		name string
+		fn   func()
+	}{
+		{"Current", func() { mustCurrent(t, s, "r", 5) }},
+		{"Advance", func() { mustAdvance(t, s, "r", 5) }},
+		{"Advance higher", func() { mustAdvance(t, s, "r", 6) }},
+	} {
+		// Waits (up to 5 s each) until the backends have exited; the pool's
+		// connections were idle for far less than the second after which
+		// pgxpool pings them on acquire.
+		killed := queryInt(t, dsn, `SELECT count(pg_terminate_backend(pid, 5000)) FROM pg_stat_activity
+WHERE datname = current_database() AND pid <> pg_backend_pid()`)
+		if killed == 0 {
+			t.Fatalf("%s: no session of the store to terminate", op.name)
+		}
+		op.fn()
+	}
+}
+
 // TestStandbyRefused restarts the server as a hot standby, which accepts
 // read-only connections: the store must refuse to read from it, whatever
 // target_session_attrs says, and must work again once it is promoted.

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/fencegw/fencegw/internal/pgretry"
 	"github.com/fencegw/fencegw/tokens"
 )
 
@@ -55,6 +56,10 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 // Current returns the HWM of resource, or 0 if none was recorded. It reads
 // from the primary with a fresh statement, so it reflects every Advance that
 // returned before it was called.
+//
+// Current and Advance are idempotent: each runs once more on a fresh
+// connection when its pooled one turns out broken (a server restart or
+// failover, a terminated session), instead of failing the write.
 func (s *Store) Current(ctx context.Context, resource string) (int64, error) {
 	if err := tokens.ValidateResource(resource); err != nil {
 		return 0, err
@@ -71,7 +76,7 @@ func (s *Store) read(ctx context.Context, resource string) (int64, error) {
 		return 0, err
 	}
 	var hwm int64
-	err := s.pool.QueryRow(ctx, s.q.current, resource).Scan(&hwm)
+	err := pgretry.QueryRow(ctx, s.pool, s.q.current, []any{resource}, &hwm)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, nil
 	}
@@ -130,7 +135,7 @@ func (s *Store) advance(ctx context.Context, resource string, epoch int64) (hwm 
 	if err := ctx.Err(); err != nil {
 		return 0, false, err
 	}
-	err = s.pool.QueryRow(ctx, s.q.advance, resource, epoch).Scan(&hwm)
+	err = pgretry.QueryRow(ctx, s.pool, s.q.advance, []any{resource, epoch}, &hwm)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return 0, false, nil
@@ -149,7 +154,7 @@ func (s *Store) marks(ctx context.Context, resource string) (hwm, issued int64, 
 	if err := ctx.Err(); err != nil {
 		return 0, 0, err
 	}
-	err = s.pool.QueryRow(ctx, s.q.marks, resource).Scan(&hwm, &issued)
+	err = pgretry.QueryRow(ctx, s.pool, s.q.marks, []any{resource}, &hwm, &issued)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, 0, nil
 	}
