@@ -11,8 +11,8 @@
 //
 // # Environment
 //
-// Setup interprets no variable's value itself beyond deciding which of the
-// upstream packages to call: the environment is read by
+// Setup itself reads only OTEL_SDK_DISABLED, and whether a few variables are
+// set, to choose defaults. The rest is read by
 // go.opentelemetry.io/contrib/exporters/autoexport,
 // go.opentelemetry.io/contrib/propagators/autoprop, the OTLP and console
 // exporters and the SDK, as each of them documents:
@@ -30,7 +30,8 @@
 //     and _CLIENT_KEY as the OTLP exporters read them.
 //   - OTEL_METRICS_EXPORTER: otlp, console, prometheus or none (the
 //     default here): a metric reader in addition to MetricsHandler, with
-//     OTEL_EXPORTER_OTLP_[METRICS_]* and OTEL_METRIC_EXPORT_*.
+//     OTEL_EXPORTER_OTLP_[METRICS_]* (grpc or http/protobuf only) and
+//     OTEL_METRIC_EXPORT_*.
 //   - OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG, read by the SDK.
 //     Unset means parentbased_always_on when spans are exported, else
 //     parentbased_always_off.
@@ -114,7 +115,8 @@ type Telemetry struct {
 
 // Setup builds fencegw's telemetry from o and the OTEL_* environment
 // variables described in the package documentation. It contacts no
-// collector: exporters connect lazily. ctx bounds only the construction.
+// collector: exporters connect lazily (OTEL_METRICS_EXPORTER=prometheus
+// opens its listener, though). ctx bounds only the construction.
 //
 // The caller owns the result and must call Shutdown to flush spans.
 func Setup(ctx context.Context, o Options) (*Telemetry, error) {
