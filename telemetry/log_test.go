@@ -12,7 +12,6 @@ import (
 )
 
 func TestLogHandler(t *testing.T) {
-	t.Parallel()
 	tel := setup(t, nil) // nothing exported: ids must be there all the same
 	var buf bytes.Buffer
 	h := LogHandler(slog.NewJSONHandler(&buf, nil))

@@ -2,6 +2,8 @@ package telemetry
 
 import (
 	"context"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,16 +19,28 @@ import (
 // Shutdown, so the check retries for a few seconds instead of ignoring any.
 func TestMain(m *testing.M) { testleak.Exit(m.Run(), 5*time.Second) }
 
-// getenv returns a lookup in vars, standing in for the process environment.
-func getenv(vars map[string]string) func(string) string {
-	return func(name string) string { return vars[name] }
+// setenv makes vars the OTEL_* environment of the process for the rest of
+// the test: every other OTEL_* variable is unset. Tests that call it cannot
+// run in parallel.
+func setenv(t testing.TB, vars map[string]string) {
+	t.Helper()
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "OTEL_") {
+			t.Setenv(k, "") // restored when the test ends
+			os.Unsetenv(k)
+		}
+	}
+	for k, v := range vars {
+		t.Setenv(k, v)
+	}
 }
 
-// setup calls Setup with vars as the environment and shuts the result down
-// when the test ends.
+// setup calls Setup with vars as the OTEL_* environment and shuts the
+// result down when the test ends.
 func setup(t testing.TB, vars map[string]string) *Telemetry {
 	t.Helper()
-	tel, err := Setup(context.Background(), Options{Getenv: getenv(vars), ServiceVersion: "v0.0.0-test"})
+	setenv(t, vars)
+	tel, err := Setup(context.Background(), Options{ServiceVersion: "v0.0.0-test"})
 	if err != nil {
 		t.Fatalf("Setup: %v", err)
 	}

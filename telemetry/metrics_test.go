@@ -25,7 +25,6 @@ func scrape(t *testing.T, tel *Telemetry) string {
 }
 
 func TestMetricsHandler(t *testing.T) {
-	t.Parallel()
 	tel := setup(t, map[string]string{"OTEL_SERVICE_NAME": "fencegw-metrics"})
 	other := setup(t, nil) // a second Telemetry in the same process
 	counter, err := tel.MeterProvider.Meter("github.com/fencegw/fencegw/telemetry/test").

@@ -1,13 +1,15 @@
 package telemetry
 
 import (
+	"bytes"
 	"context"
 	"encoding/pem"
-	"io"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,7 +18,7 @@ import (
 	"google.golang.org/grpc"
 )
 
-// testResource is the resource part of every exporting test's environment.
+// testEnv adds the resource variables of every exporting test to vars.
 func testEnv(vars map[string]string) map[string]string {
 	vars["OTEL_SERVICE_NAME"] = "fencegw-test"
 	vars["OTEL_RESOURCE_ATTRIBUTES"] = "deployment.environment=test,service.name=overridden-by-OTEL_SERVICE_NAME"
@@ -24,10 +26,7 @@ func testEnv(vars map[string]string) map[string]string {
 }
 
 func TestOTLPHTTP(t *testing.T) {
-	t.Parallel()
-
 	t.Run("protobuf", func(t *testing.T) {
-		t.Parallel()
 		rec := &traceReceiver{}
 		srv := httptest.NewServer(rec)
 		defer srv.Close()
@@ -51,7 +50,6 @@ func TestOTLPHTTP(t *testing.T) {
 	})
 
 	t.Run("traces endpoint, headers, gzip, implied otlp", func(t *testing.T) {
-		t.Parallel()
 		rec := &traceReceiver{}
 		srv := httptest.NewServer(rec)
 		defer srv.Close()
@@ -81,7 +79,6 @@ func TestOTLPHTTP(t *testing.T) {
 	})
 
 	t.Run("json", func(t *testing.T) {
-		t.Parallel()
 		rec := &traceReceiver{}
 		srv := httptest.NewServer(rec)
 		defer srv.Close()
@@ -107,7 +104,6 @@ func TestOTLPHTTP(t *testing.T) {
 	})
 
 	t.Run("https with CA file and base path", func(t *testing.T) {
-		t.Parallel()
 		rec := &traceReceiver{}
 		srv := httptest.NewTLSServer(rec)
 		defer srv.Close()
@@ -133,7 +129,6 @@ func TestOTLPHTTP(t *testing.T) {
 
 // TestOTLPGRPC exports to an in-process gRPC TraceService.
 func TestOTLPGRPC(t *testing.T) {
-	t.Parallel()
 	rec := &traceReceiver{}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -168,46 +163,45 @@ func TestOTLPGRPC(t *testing.T) {
 	}
 }
 
-// TestConsoleAndOTLP exports to standard output and OTLP at once. It swaps
-// os.Stdout, so it must not run in parallel.
-func TestConsoleAndOTLP(t *testing.T) {
-	rec := &traceReceiver{}
-	srv := httptest.NewServer(rec)
-	defer srv.Close()
-
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
+// TestConsole exports to standard output. The console exporter writes to
+// os.Stdout as it was when its package was initialised, so the test runs
+// itself again as a child process with OTEL_TRACES_EXPORTER=console and
+// reads the child's standard output.
+func TestConsole(t *testing.T) {
+	if os.Getenv(consoleChild) != "" {
+		tel := setup(t, testEnv(map[string]string{"OTEL_TRACES_EXPORTER": "console"}))
+		if !tel.Exporting {
+			t.Error("Exporting = false, want true")
+		}
+		sc := emitSpan(context.Background(), tel)
+		shutdown(t, tel)
+		fmt.Fprintf(os.Stderr, "%s%s\n", consoleChildTrace, sc.TraceID())
+		return
 	}
-	defer r.Close()
-	stdout := os.Stdout
-	os.Stdout = w // the console exporter takes os.Stdout when built
-	tel, err := Setup(context.Background(), Options{Getenv: getenv(testEnv(map[string]string{
-		"OTEL_TRACES_EXPORTER":        " Console , otlp,console",
-		"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL,
-	})), ServiceVersion: "v0.0.0-test"})
-	os.Stdout = stdout
-	if err != nil {
-		w.Close()
-		t.Fatalf("Setup: %v", err)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestConsole$", "-test.count=1")
+	cmd.Env = append(os.Environ(), consoleChild+"=1")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("child: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
 	}
-	out := make(chan string, 1)
-	go func() {
-		b, _ := io.ReadAll(r)
-		out <- string(b)
-	}()
-	if !tel.Exporting {
-		t.Error("Exporting = false, want true")
+	_, traceID, found := strings.Cut(stderr.String(), consoleChildTrace)
+	traceID, _, _ = strings.Cut(traceID, "\n")
+	if !found || len(traceID) != 32 {
+		t.Fatalf("the child did not report its trace id:\n%s", stderr.String())
 	}
-	sc := emitSpan(context.Background(), tel)
-	shutdown(t, tel)
-	w.Close()
-
-	checkStaleSpan(t, rec, sc)
-	printed := <-out
-	if strings.Count(printed, sc.TraceID().String()) == 0 || strings.Count(printed, `"Name":"POST /email/"`) != 1 {
-		t.Errorf("console output does not hold the span once:\n%s", printed)
+	printed := stdout.String()
+	if !strings.Contains(printed, traceID) || strings.Count(printed, `"Name":"POST /email/"`) != 1 ||
+		!strings.Contains(printed, "fencegw-test") {
+		t.Errorf("console output does not hold the span of trace %s once, with its resource:\n%s", traceID, printed)
 	}
 }
+
+// consoleChild marks TestConsole's child process, which reports its span's
+// trace id after consoleChildTrace on standard error.
+const (
+	consoleChild      = "FENCEGW_TELEMETRY_TEST_CONSOLE_CHILD"
+	consoleChildTrace = "console test trace id: "
+)
 
 var _ http.Handler = (*traceReceiver)(nil)

@@ -1,58 +1,49 @@
 // Package telemetry is fencegw's OpenTelemetry wiring: it builds a tracer
-// provider, a meter provider exposed to Prometheus, and the W3C propagator
-// from the standard OTEL_* environment variables, and hands them back for
+// provider, a meter provider exposed to Prometheus, and a propagator from
+// the standard OTEL_* environment variables, and hands them back for
 // explicit injection.
 //
 // The package keeps no global state: it never calls otel.SetTracerProvider,
 // otel.SetMeterProvider or otel.SetTextMapPropagator, and it never registers
-// anything with the default Prometheus registry. (The OpenTelemetry SDK itself
-// still reports internal errors through otel.Handle, the global error handler.)
+// anything with the default Prometheus registry. (The OpenTelemetry packages
+// still report internal errors, such as a value they cannot parse, through
+// otel.Handle and their internal logger.)
 //
 // # Environment
 //
-// Setup does not use go.opentelemetry.io/contrib/exporters/autoexport, which
-// reads only the process environment. It reads every variable it interprets
-// through Options.Getenv and turns the values into explicit SDK and exporter
-// options, which take precedence over those packages' own reading of the
-// process environment. With the default Getenv (os.Getenv) both sources are
-// the same. With an injected Getenv, the process environment can still
-// contribute what Setup does not interpret or cannot override: the span
-// limits (OTEL_SPAN_*_LIMIT, OTEL_ATTRIBUTE_*_LIMIT), the OTEL_GO_X_*
-// experiments, resource attributes from the process's own
-// OTEL_RESOURCE_ATTRIBUTES / OTEL_SERVICE_NAME for keys Setup did not set
-// (the SDK merges resource.Environment() under every resource it is given),
-// gzip compression for OTLP/gRPC (which has no explicit "none" option), and
-// certificate files for a plaintext endpoint.
+// Setup itself reads only OTEL_SDK_DISABLED, and whether a few variables are
+// set, to choose defaults. The rest is read by
+// go.opentelemetry.io/contrib/exporters/autoexport,
+// go.opentelemetry.io/contrib/propagators/autoprop, the OTLP and console
+// exporters and the SDK, as each of them documents:
 //
-// Interpreted variables (values are trimmed; enumerations are
-// case-insensitive):
-//
-//   - OTEL_TRACES_EXPORTER: a comma-separated list of otlp and console, or
-//     none. When unset, otlp if OTEL_EXPORTER_OTLP_ENDPOINT or
-//     OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set, else none.
-//   - OTEL_EXPORTER_OTLP_[TRACES_]PROTOCOL: grpc, http/protobuf (default) or
-//     http/json.
-//   - OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT: an http:// or https:// URL. The
-//     general endpoint is a base URL (OTLP/HTTP appends /v1/traces); the
-//     traces endpoint is used as is. Default http://localhost:4318 (HTTP) or
-//     http://localhost:4317 (gRPC). The scheme decides TLS.
-//   - OTEL_EXPORTER_OTLP_[TRACES_]INSECURE: true forces plaintext.
-//   - OTEL_EXPORTER_OTLP_[TRACES_]HEADERS, _TIMEOUT (milliseconds),
-//     _COMPRESSION (gzip or none), _CERTIFICATE, _CLIENT_CERTIFICATE and
-//     _CLIENT_KEY (PEM files).
-//   - OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG: always_on, always_off,
-//     traceidratio, parentbased_always_on, parentbased_always_off,
-//     parentbased_traceidratio (ratio in [0, 1], default 1). When unset,
-//     parentbased_always_on if spans are exported, else always_off.
-//   - OTEL_BSP_SCHEDULE_DELAY, OTEL_BSP_EXPORT_TIMEOUT (milliseconds),
-//     OTEL_BSP_MAX_QUEUE_SIZE, OTEL_BSP_MAX_EXPORT_BATCH_SIZE.
+//   - OTEL_SDK_DISABLED: true (in any case) exports, samples and measures
+//     nothing and ignores the other variables except OTEL_PROPAGATORS;
+//     spans still carry trace ids, as when nothing is exported.
+//   - OTEL_TRACES_EXPORTER: one of otlp, console and none (autoexport takes
+//     a single name). Unset means otlp when OTEL_EXPORTER_OTLP_ENDPOINT or
+//     OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set, else none, so that an
+//     unconfigured gateway exports nothing.
+//   - OTEL_EXPORTER_OTLP_[TRACES_]PROTOCOL: grpc, http/protobuf (default)
+//     or http/json; OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT, _INSECURE,
+//     _HEADERS, _TIMEOUT, _COMPRESSION, _CERTIFICATE, _CLIENT_CERTIFICATE
+//     and _CLIENT_KEY as the OTLP exporters read them.
+//   - OTEL_METRICS_EXPORTER: otlp, console, prometheus or none (the
+//     default here): a metric reader in addition to MetricsHandler, with
+//     OTEL_EXPORTER_OTLP_[METRICS_]* (grpc or http/protobuf only) and
+//     OTEL_METRIC_EXPORT_*.
+//   - OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG, read by the SDK.
+//     Unset means parentbased_always_on when spans are exported, else
+//     parentbased_always_off.
+//   - OTEL_BSP_*, OTEL_SPAN_*_LIMIT and the other SDK variables.
+//   - OTEL_PROPAGATORS: a comma-separated list of tracecontext, baggage,
+//     b3, b3multi, jaeger, xray and ottrace, or none; default
+//     tracecontext,baggage.
 //   - OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES.
 //
-// Every interpreted variable is validated whether or not its value ends up
-// used (an OTEL_EXPORTER_OTLP_<X> overridden by its TRACES_ counterpart is
-// ignored, not validated); a value Setup cannot use makes it fail with an
-// *EnvError naming the variable. OTEL_PROPAGATORS, OTEL_SDK_DISABLED and
-// the metrics and logs exporter variables are not interpreted.
+// Setup fails on an exporter name or OTLP protocol it cannot use. Other
+// bad values are reported by the package reading them, through otel.Handle
+// or its logger, and that setting keeps its default.
 package telemetry
 
 import (
@@ -60,10 +51,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -87,9 +79,11 @@ type Options struct {
 	// ServiceVersion is the resource's service.version, omitted when empty.
 	// OTEL_RESOURCE_ATTRIBUTES overrides it.
 	ServiceVersion string
-	// Getenv looks up environment variables; nil means os.Getenv. Tests
-	// inject a map lookup so they need not touch the process environment.
-	Getenv func(string) string
+	// IgnoreEnv makes Setup export nothing and sample no new trace whatever
+	// the environment: it reads no OTEL_* variable (OTEL_SDK_DISABLED
+	// included) and propagates W3C trace context and baggage. Metrics are
+	// still served by MetricsHandler, and spans still carry trace ids.
+	IgnoreEnv bool
 }
 
 // Telemetry holds the providers built by Setup. Obtain it from Setup only,
@@ -102,76 +96,52 @@ type Telemetry struct {
 	// root span gets a fresh trace id, a span under a remote parent keeps
 	// the parent's.
 	TracerProvider trace.TracerProvider
-	// MeterProvider is never nil; its metrics are served by MetricsHandler.
+	// MeterProvider is never nil; its metrics are served by MetricsHandler
+	// (a no-op when OTEL_SDK_DISABLED is true).
 	MeterProvider metric.MeterProvider
-	// Propagator injects and extracts W3C traceparent/tracestate and W3C
-	// baggage.
+	// Propagator injects and extracts what OTEL_PROPAGATORS names, by
+	// default W3C traceparent/tracestate and W3C baggage.
 	Propagator propagation.TextMapPropagator
 	// Exporting reports whether spans leave the process (OTLP or console).
 	Exporting bool
 
 	tp       *sdktrace.TracerProvider
-	mp       *sdkmetric.MeterProvider
+	mp       *sdkmetric.MeterProvider // nil when OTEL_SDK_DISABLED is true
 	registry *prometheus.Registry
 
 	shutdownOnce sync.Once
 	shutdownErr  error
 }
 
-// EnvError reports an environment variable whose value Setup cannot use.
-// Its message names the variable; it never repeats a header value.
-type EnvError struct {
-	Var string // the variable's name, e.g. "OTEL_TRACES_EXPORTER"
-	Err error  // what is wrong with its value
-}
-
-// Error returns "telemetry: <Var>: <Err>".
-// Error returns "telemetry: VAR: problem".
-func (e *EnvError) Error() string { return "telemetry: " + e.Var + ": " + e.Err.Error() }
-
-// Unwrap returns e.Err.
-func (e *EnvError) Unwrap() error { return e.Err }
-
 // Setup builds fencegw's telemetry from o and the OTEL_* environment
-// variables described in the package documentation. It validates the whole
-// environment before starting anything, and returns an *EnvError (possibly
-// wrapped) naming the first variable it cannot use. It contacts no
-// collector: exporters connect lazily. ctx bounds only the construction.
+// variables described in the package documentation. It contacts no
+// collector: exporters connect lazily (OTEL_METRICS_EXPORTER=prometheus
+// opens its listener, though). ctx bounds only the construction.
 //
 // The caller owns the result and must call Shutdown to flush spans.
 func Setup(ctx context.Context, o Options) (*Telemetry, error) {
-	getenv := o.Getenv
-	if getenv == nil {
-		getenv = os.Getenv
+	useEnv := !o.IgnoreEnv
+	if useEnv && strings.EqualFold(strings.TrimSpace(os.Getenv("OTEL_SDK_DISABLED")), "true") {
+		return disabled(), nil
 	}
-	e := env(getenv)
-
-	resAttrs, err := readResource(e, o)
-	if err != nil {
-		return nil, err
+	res := newResource(ctx, o, useEnv)
+	var exp sdktrace.SpanExporter
+	var err error
+	if useEnv {
+		if exp, err = newSpanExporter(ctx); err != nil {
+			return nil, err
+		}
 	}
-	tc, err := readTraces(e)
-	if err != nil {
-		return nil, err
-	}
-
-	res, err := newResource(ctx, resAttrs)
-	if err != nil {
-		return nil, err
-	}
-	tp, err := newTracerProvider(ctx, tc, res)
-	if err != nil {
-		return nil, err
-	}
-	mp, reg, err := newMeterProvider(res)
+	tp := newTracerProvider(res, exp, useEnv)
+	mp, reg, err := newMeterProvider(ctx, res, useEnv)
 	if err != nil {
 		return nil, errors.Join(err, tp.Shutdown(ctx))
 	}
 	return &Telemetry{
 		TracerProvider: tp,
 		MeterProvider:  mp,
-		Propagator:     propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}),
-		Exporting:      len(tc.exporters) > 0,
+		Propagator:     newPropagator(useEnv),
+		Exporting:      exp != nil,
 		tp:             tp,
 		mp:             mp,
 		registry:       reg,
@@ -201,38 +171,15 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 	return t.shutdownErr
 }
 
-// resourceAttrs are the resource values read from Options and the
-// environment, highest precedence last.
-type resourceAttrs struct {
-	defaults    []attribute.KeyValue // from Options
-	fromEnv     []attribute.KeyValue // OTEL_RESOURCE_ATTRIBUTES
-	serviceName string               // OTEL_SERVICE_NAME
-}
-
-// readResource reads the resource's service identity and
-// OTEL_RESOURCE_ATTRIBUTES without building anything.
-func readResource(e env, o Options) (resourceAttrs, error) {
+// newResource describes this process: telemetry SDK, host, a few cheap
+// process attributes (not the command line, which may hold secrets, nor the
+// owner, which needs a user lookup), the service from o, and then, with
+// useEnv, OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME.
+func newResource(ctx context.Context, o Options, useEnv bool) *resource.Resource {
 	name := o.ServiceName
 	if name == "" {
 		name = DefaultServiceName
 	}
-	r := resourceAttrs{defaults: []attribute.KeyValue{semconv.ServiceName(name)}}
-	if o.ServiceVersion != "" {
-		r.defaults = append(r.defaults, semconv.ServiceVersion(o.ServiceVersion))
-	}
-	attrs, err := parseResourceAttributes(e.get(envResourceAttributes))
-	if err != nil {
-		return r, &EnvError{Var: envResourceAttributes, Err: err}
-	}
-	r.fromEnv = attrs
-	r.serviceName = e.get(envServiceName)
-	return r, nil
-}
-
-// newResource describes this process: telemetry SDK, host, a few cheap
-// process attributes (not the command line, which may hold secrets, nor the
-// owner, which needs a user lookup), then r in increasing precedence.
-func newResource(ctx context.Context, r resourceAttrs) (*resource.Resource, error) {
 	opts := []resource.Option{
 		resource.WithTelemetrySDK(),
 		resource.WithHost(),
@@ -242,16 +189,19 @@ func newResource(ctx context.Context, r resourceAttrs) (*resource.Resource, erro
 		resource.WithProcessRuntimeName(),
 		resource.WithProcessRuntimeVersion(),
 		resource.WithProcessRuntimeDescription(),
-		resource.WithAttributes(r.defaults...),
-		resource.WithAttributes(r.fromEnv...),
+		resource.WithAttributes(semconv.ServiceName(name)),
 	}
-	if r.serviceName != "" {
-		opts = append(opts, resource.WithAttributes(semconv.ServiceName(r.serviceName)))
+	if o.ServiceVersion != "" {
+		opts = append(opts, resource.WithAttributes(semconv.ServiceVersion(o.ServiceVersion)))
+	}
+	if useEnv {
+		opts = append(opts, resource.WithFromEnv())
 	}
 	res, err := resource.New(ctx, opts...)
-	if err != nil && !errors.Is(err, resource.ErrPartialResource) {
-		return nil, fmt.Errorf("telemetry: build resource: %w", err)
+	if err != nil {
+		// Detectors fail only partially (a malformed OTEL_RESOURCE_ATTRIBUTES
+		// item, no host name): what they found is still worth having.
+		otel.Handle(fmt.Errorf("telemetry: resource: %w", err))
 	}
-	// A partial resource (say, no host name) is still worth having.
-	return res, nil
+	return res
 }

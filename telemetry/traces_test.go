@@ -36,13 +36,11 @@ func recorder(t *testing.T, tel *Telemetry) *tracetest.SpanRecorder {
 }
 
 func TestNoneHasTraceIDs(t *testing.T) {
-	t.Parallel()
 	for name, vars := range map[string]map[string]string{
 		"nothing set":   {},
 		"explicit none": {"OTEL_TRACES_EXPORTER": "none", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			t.Parallel()
 			tel := setup(t, vars)
 			if tel.Exporting {
 				t.Error("Exporting = true, want false")
@@ -101,7 +99,6 @@ func TestNoneHasTraceIDs(t *testing.T) {
 }
 
 func TestNoneWithExplicitSampler(t *testing.T) {
-	t.Parallel()
 	tel := setup(t, map[string]string{"OTEL_TRACES_SAMPLER": "always_on"})
 	if tel.Exporting {
 		t.Error("Exporting = true, want false")
@@ -114,7 +111,6 @@ func TestNoneWithExplicitSampler(t *testing.T) {
 }
 
 func TestSamplerFromEnv(t *testing.T) {
-	t.Parallel()
 	rec := &traceReceiver{}
 	srv := httptest.NewServer(rec)
 	defer srv.Close()
@@ -180,8 +176,6 @@ func TestSamplerFromEnv(t *testing.T) {
 }
 
 func TestBadEnv(t *testing.T) {
-	t.Parallel()
-	secretHeaders := "Authorization Bearer s3cr3t"
 	for _, tc := range []struct {
 		vars    map[string]string
 		wantVar string
@@ -189,54 +183,40 @@ func TestBadEnv(t *testing.T) {
 		{map[string]string{"OTEL_TRACES_EXPORTER": "zipkin-v9"}, "OTEL_TRACES_EXPORTER"},
 		{map[string]string{"OTEL_TRACES_EXPORTER": "jaeger"}, "OTEL_TRACES_EXPORTER"},
 		{map[string]string{"OTEL_TRACES_EXPORTER": "otlp,none"}, "OTEL_TRACES_EXPORTER"},
-		{map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "carrier-pigeon"}, "OTEL_EXPORTER_OTLP_PROTOCOL"},
-		// Validated even when nothing is exported.
-		{map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "carrier-pigeon"}, "OTEL_EXPORTER_OTLP_PROTOCOL"},
-		{map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "carrier-pigeon"}, "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"},
-		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "127.0.0.1:4318"}, "OTEL_EXPORTER_OTLP_ENDPOINT"},
-		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://[::1"}, "OTEL_EXPORTER_OTLP_ENDPOINT"},
-		{map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "ftp://collector/"}, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"},
-		{map[string]string{"OTEL_EXPORTER_OTLP_INSECURE": "yes"}, "OTEL_EXPORTER_OTLP_INSECURE"},
-		{map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": secretHeaders}, "OTEL_EXPORTER_OTLP_HEADERS"},
-		{map[string]string{"OTEL_EXPORTER_OTLP_TRACES_HEADERS": "authorization=%zzs3cr3t"}, "OTEL_EXPORTER_OTLP_TRACES_HEADERS"},
-		{map[string]string{"OTEL_EXPORTER_OTLP_TIMEOUT": "10s"}, "OTEL_EXPORTER_OTLP_TIMEOUT"},
-		{map[string]string{"OTEL_EXPORTER_OTLP_TRACES_TIMEOUT": "0"}, "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT"},
-		{map[string]string{"OTEL_EXPORTER_OTLP_COMPRESSION": "zstd"}, "OTEL_EXPORTER_OTLP_COMPRESSION"},
-		{map[string]string{"OTEL_EXPORTER_OTLP_CERTIFICATE": "/nonexistent/ca.pem"}, "OTEL_EXPORTER_OTLP_CERTIFICATE"},
-		{map[string]string{"OTEL_EXPORTER_OTLP_CLIENT_KEY": "/nonexistent/key.pem"}, "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE"},
-		{map[string]string{"OTEL_TRACES_SAMPLER": "sometimes"}, "OTEL_TRACES_SAMPLER"},
-		{map[string]string{"OTEL_TRACES_SAMPLER": "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "1.5"}, "OTEL_TRACES_SAMPLER_ARG"},
-		{map[string]string{"OTEL_TRACES_SAMPLER": "parentbased_traceidratio", "OTEL_TRACES_SAMPLER_ARG": "half"}, "OTEL_TRACES_SAMPLER_ARG"},
-		{map[string]string{"OTEL_TRACES_SAMPLER": "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "NaN"}, "OTEL_TRACES_SAMPLER_ARG"},
-		{map[string]string{"OTEL_BSP_SCHEDULE_DELAY": "soon"}, "OTEL_BSP_SCHEDULE_DELAY"},
-		{map[string]string{"OTEL_BSP_MAX_QUEUE_SIZE": "-1"}, "OTEL_BSP_MAX_QUEUE_SIZE"},
-		{map[string]string{"OTEL_BSP_MAX_QUEUE_SIZE": "100", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "200"}, "OTEL_BSP_MAX_EXPORT_BATCH_SIZE"},
-		{map[string]string{"OTEL_RESOURCE_ATTRIBUTES": "deployment.environment"}, "OTEL_RESOURCE_ATTRIBUTES"},
+		// autoexport takes one exporter name, in lower case.
+		{map[string]string{"OTEL_TRACES_EXPORTER": "console,otlp"}, "OTEL_TRACES_EXPORTER"},
+		{map[string]string{"OTEL_TRACES_EXPORTER": "Console"}, "OTEL_TRACES_EXPORTER"},
+		{map[string]string{"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "carrier-pigeon"}, "OTEL_TRACES_EXPORTER"},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
+			"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "carrier-pigeon"}, "OTEL_TRACES_EXPORTER"},
+		{map[string]string{"OTEL_METRICS_EXPORTER": "carrier-pigeon"}, "OTEL_METRICS_EXPORTER"},
 	} {
-		tel, err := Setup(context.Background(), Options{Getenv: getenv(tc.vars)})
+		setenv(t, tc.vars)
+		tel, err := Setup(context.Background(), Options{})
 		if err == nil {
 			shutdown(t, tel)
 			t.Errorf("%v: Setup succeeded, want an error naming %s", tc.vars, tc.wantVar)
 			continue
 		}
-		var envErr *EnvError
-		if !errors.As(err, &envErr) || envErr.Var != tc.wantVar || !strings.Contains(err.Error(), tc.wantVar) {
-			t.Errorf("%v: Setup error %q, want an *EnvError naming %s", tc.vars, err, tc.wantVar)
-		}
-		if strings.Contains(err.Error(), "s3cr3t") {
-			t.Errorf("%v: Setup error %q repeats a header value", tc.vars, err)
+		if !strings.Contains(err.Error(), tc.wantVar) {
+			t.Errorf("%v: Setup error %q, want one naming %s", tc.vars, err, tc.wantVar)
 		}
 	}
 
-	// Good values that look unusual.
+	// Values the packages reading them report through otel.Handle or their
+	// logger, and replace by the setting's default.
 	for _, vars := range []map[string]string{
-		{"OTEL_TRACES_EXPORTER": " NONE "},
-		{"OTEL_BSP_MAX_QUEUE_SIZE": "100"}, // batch size defaults down to 100
-		{"OTEL_BSP_EXPORT_TIMEOUT": "0", "OTEL_BSP_SCHEDULE_DELAY": "100", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "2048"},
-		{"OTEL_RESOURCE_ATTRIBUTES": "a=b%2Cc, ,d = e "},
-		{"OTEL_EXPORTER_OTLP_INSECURE": "TRUE", "OTEL_EXPORTER_OTLP_ENDPOINT": "https://collector.invalid:4317", "OTEL_EXPORTER_OTLP_PROTOCOL": "GRPC"},
+		{"OTEL_TRACES_SAMPLER": "sometimes"},
+		{"OTEL_TRACES_SAMPLER": "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "1.5"},
+		{"OTEL_BSP_SCHEDULE_DELAY": "soon", "OTEL_BSP_MAX_QUEUE_SIZE": "-1"},
+		{"OTEL_RESOURCE_ATTRIBUTES": "a=b%2Cc, ,d = e ,deployment.environment"},
+		{"OTEL_PROPAGATORS": "carrier-pigeon"},
+		{"OTEL_SDK_DISABLED": "maybe"},
+		{"OTEL_EXPORTER_OTLP_ENDPOINT": "127.0.0.1:4318", "OTEL_EXPORTER_OTLP_TIMEOUT": "10s",
+			"OTEL_EXPORTER_OTLP_CERTIFICATE": "/nonexistent/ca.pem"},
 	} {
-		tel, err := Setup(context.Background(), Options{Getenv: getenv(vars)})
+		setenv(t, vars)
+		tel, err := Setup(context.Background(), Options{})
 		if err != nil {
 			t.Errorf("%v: Setup: %v", vars, err)
 			continue
@@ -246,10 +226,8 @@ func TestBadEnv(t *testing.T) {
 }
 
 func TestShutdown(t *testing.T) {
-	t.Parallel()
 
 	t.Run("idempotent", func(t *testing.T) {
-		t.Parallel()
 		rec := &traceReceiver{}
 		srv := httptest.NewServer(rec)
 		defer srv.Close()
@@ -264,7 +242,6 @@ func TestShutdown(t *testing.T) {
 	})
 
 	t.Run("bounded by ctx", func(t *testing.T) {
-		t.Parallel()
 		release := make(chan struct{})
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			select { // a receiver that does not answer
@@ -274,11 +251,12 @@ func TestShutdown(t *testing.T) {
 		}))
 		defer srv.Close()
 		defer close(release)
-		tel, err := Setup(context.Background(), Options{Getenv: getenv(map[string]string{
+		setenv(t, map[string]string{
 			"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL,
 			"OTEL_EXPORTER_OTLP_TIMEOUT":  "2000",
 			"OTEL_BSP_EXPORT_TIMEOUT":     "2000",
-		})})
+		})
+		tel, err := Setup(context.Background(), Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

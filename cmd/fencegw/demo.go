@@ -177,7 +177,7 @@ func startDemoWorld(ctx context.Context, n *demoNarrator) (w *demoWorld, err err
 	// No OTEL_* variables: nothing is exported and nothing is sampled, yet
 	// every span has a trace id, which problems and the audit report.
 	if w.tel, err = telemetry.Setup(ctx, telemetry.Options{ServiceVersion: version,
-		Getenv: func(string) string { return "" }}); err != nil {
+		IgnoreEnv: true}); err != nil {
 		return w, err
 	}
 	c := config.Default()

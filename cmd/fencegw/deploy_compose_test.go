@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/url"
+	"os"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -282,12 +283,23 @@ func TestComposeGatewaysMatchBinary(t *testing.T) {
 	}
 }
 
-// checkTelemetryEnv runs the binary's telemetry set-up on a deployment's
-// environment: it must accept every OTEL_* value and export traces.
+// checkTelemetryEnv runs the binary's telemetry set-up with a deployment's
+// OTEL_* variables as the process's only OTEL_* environment (until the test
+// ends): it must accept every value and export traces.
 func checkTelemetryEnv(t *testing.T, where string, env map[string]string) {
 	t.Helper()
-	tel, err := telemetry.Setup(context.Background(), telemetry.Options{ServiceVersion: "deploy-test",
-		Getenv: func(k string) string { return env[k] }})
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "OTEL_") {
+			t.Setenv(k, "") // restored when the test ends
+			os.Unsetenv(k)
+		}
+	}
+	for k, v := range env {
+		if strings.HasPrefix(k, "OTEL_") {
+			t.Setenv(k, v)
+		}
+	}
+	tel, err := telemetry.Setup(context.Background(), telemetry.Options{ServiceVersion: "deploy-test"})
 	if err != nil {
 		t.Errorf("%s: the OTEL_* environment is refused: %v", where, err)
 		return

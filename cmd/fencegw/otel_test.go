@@ -253,3 +253,58 @@ func TestAuditSurvivesSampling(t *testing.T) {
 		t.Fatalf("%d spans of an unsampled trace were exported", n)
 	}
 }
+
+// TestOTelDisabledB3: with OTEL_SDK_DISABLED=true nothing reaches the
+// receiver the other variables name, and OTEL_PROPAGATORS=b3 still decides
+// what is propagated: the client's B3 trace id names the refusal in the
+// problem, the audit and the log, and the upstream gets a B3 header of it.
+func TestOTelDisabledB3(t *testing.T) {
+	rcv := newOTLPReceiver(t)
+	var mu sync.Mutex
+	var upstream []http.Header
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		upstream = append(upstream, r.Header.Clone())
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer up.Close()
+	env := []string{"OTEL_SDK_DISABLED=true", "OTEL_PROPAGATORS=b3", "OTEL_TRACES_EXPORTER=otlp",
+		"OTEL_EXPORTER_OTLP_ENDPOINT=" + rcv.URL, "OTEL_TRACES_SAMPLER=always_on", "OTEL_BSP_SCHEDULE_DELAY=100"}
+	gw := startEnv(t, env, "--store", filepath.Join(t.TempDir(), "s.db"), "--route", "/w/="+up.URL)
+
+	send := func(token, traceID string) (int, map[string]any) {
+		req, _ := http.NewRequest("POST", gw.proxy+"/w/x", strings.NewReader("x"))
+		req.Header.Set("b3", traceID+"-00f067aa0ba902b7-1")
+		req.Header.Set("Fencing-Token", token)
+		req.Header.Set("Fencing-Resource", "invoice-sweeper")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var p map[string]any
+		json.NewDecoder(resp.Body).Decode(&p)
+		return resp.StatusCode, p
+	}
+	const admitted, stale = "6bf92f3577b34da6a3ce929d0e0e4731", "6bf92f3577b34da6a3ce929d0e0e4732"
+	if s, _ := send("2", admitted); s != http.StatusNoContent {
+		t.Fatalf("admitted write = %d", s)
+	}
+	mu.Lock()
+	if len(upstream) != 1 || !strings.HasPrefix(upstream[0].Get("b3"), admitted+"-") ||
+		strings.Contains(upstream[0].Get("b3"), "00f067aa0ba902b7") || upstream[0].Get("traceparent") != "" {
+		t.Fatalf("upstream headers %v, want a b3 header of trace %s with the gateway's span, no traceparent", upstream, admitted)
+	}
+	mu.Unlock()
+	if s, p := send("1", stale); s != http.StatusPreconditionFailed || p["trace_id"] != stale {
+		t.Fatalf("stale write = %d %v, want 412 naming trace %s", s, p, stale)
+	}
+	assertAudited(t, gw, stale)
+	time.Sleep(500 * time.Millisecond)
+	rcv.mu.Lock()
+	defer rcv.mu.Unlock()
+	if n := len(rcv.spans); n != 0 {
+		t.Fatalf("%d spans were exported with OTEL_SDK_DISABLED=true", n)
+	}
+}
