@@ -39,7 +39,8 @@ type Options struct {
 	// Logger receives the gateway's logs (slog.Default() when nil).
 	Logger *slog.Logger
 	// Telemetry provides tracing, metrics and propagation; nil reports
-	// nothing (spans still carry trace ids).
+	// nothing and records no spans, so answers carry no trace ids
+	// (telemetry.Setup with IgnoreEnv gives trace ids without exporting).
 	Telemetry *telemetry.Telemetry
 	// Store, when set, is used instead of opening the configured store;
 	// the Server does not close it.
