@@ -74,22 +74,10 @@ func (s *Store) Acquire(ctx context.Context, name, holder string, ttl time.Durat
 		return tokens.Grant{}, err
 	}
 	for {
-		if st.alive && st.rec.Holder != holder {
-			return fail(&tokens.LeaseHeldError{
-				Name:      name,
-				Holder:    st.rec.Holder,
-				Epoch:     st.rec.Epoch,
-				ExpiresAt: s.expiresAt(ctx, st),
-			})
+		epoch, err := s.nextEpoch(ctx, name, holder, by, st)
+		if err != nil {
+			return fail(err)
 		}
-		if st.alive && !by.MayUse(st.rec.Owner) {
-			return fail(&tokens.LeaseOwnedError{Name: name, Owner: st.rec.Owner, Caller: by.Name, Op: op})
-		}
-		base := max(st.rec.Epoch, st.hwm, st.issued)
-		if base == math.MaxInt64 {
-			return fail(&tokens.EpochExhaustedError{Name: name, Epoch: base})
-		}
-		epoch := base + 1
 		if err := ctx.Err(); err != nil {
 			return fail(unavailable(op, name, err))
 		}
@@ -113,21 +101,7 @@ func (s *Store) Acquire(ctx context.Context, name, holder string, ttl time.Durat
 			GrantedAt: grantedAt.UTC().Format(time.RFC3339Nano),
 			Owner:     by.Name,
 		}
-		tr, err := s.cli.Txn(ctx).
-			If(
-				unchanged(s.leaseKey(name), st.recRev),
-				unchanged(s.aliveKey(name), st.aliveRev),
-				unchanged(s.key(name), st.hwmRev),
-				unchanged(s.issuedKey(name), st.issuedRev),
-			).
-			Then(
-				clientv3.OpPut(s.leaseKey(name), encodeRecord(rec)),
-				clientv3.OpPut(s.aliveKey(name), encodeAlive(holder, epoch), clientv3.WithLease(granted)),
-				clientv3.OpPut(s.key(name), encodeEpoch(epoch)),
-				clientv3.OpPut(s.issuedKey(name), encodeEpoch(epoch)),
-			).
-			Else(s.readOps(name, true)...).
-			Commit()
+		tr, err := s.grantTxn(ctx, name, st, rec)
 		if isLeaseNotFound(err) {
 			// The etcd lease lapsed before the put: slow retries. Start over
 			// with a fresh one.
@@ -149,29 +123,73 @@ func (s *Store) Acquire(ctx context.Context, name, holder string, ttl time.Durat
 		if st.alive && st.aliveID != granted {
 			s.revokeQuietly(ctx, st.aliveID) // holder's own previous grant
 		}
-		done := time.Now().UTC()
-		g := tokens.Grant{Lease: tokens.Lease{
-			Name:      name,
-			Holder:    holder,
-			Epoch:     epoch,
-			TTL:       ttl,
-			ExpiresAt: grantedAt.Add(ttl).UTC(),
-			Held:      true,
-			Owner:     by.Name,
-		}}
-		if st.found {
-			g.Previous = &tokens.Lease{
-				Name:      name,
-				Holder:    st.rec.Holder,
-				Epoch:     st.rec.Epoch,
-				TTL:       st.rec.ttl(),
-				ExpiresAt: done,
-				Held:      st.alive,
-				Owner:     st.rec.Owner,
-			}
-		}
-		return g, nil
+		return grantOf(name, rec, ttl, grantedAt, st), nil
 	}
+}
+
+// nextEpoch is the epoch a grant to holder by by would issue from st, or
+// the verdict refusing it: another holder's live lease, holder's live
+// lease owned by a key by may not act for, or no epoch left.
+func (s *Store) nextEpoch(ctx context.Context, name, holder string, by tokens.Caller, st leaseState) (int64, error) {
+	if st.alive && st.rec.Holder != holder {
+		return 0, &tokens.LeaseHeldError{Name: name, Holder: st.rec.Holder, Epoch: st.rec.Epoch,
+			ExpiresAt: s.expiresAt(ctx, st)}
+	}
+	if st.alive && !by.MayUse(st.rec.Owner) {
+		return 0, &tokens.LeaseOwnedError{Name: name, Owner: st.rec.Owner, Caller: by.Name, Op: "acquire"}
+	}
+	base := max(st.rec.Epoch, st.hwm, st.issued)
+	if base == math.MaxInt64 {
+		return 0, &tokens.EpochExhaustedError{Name: name, Epoch: base}
+	}
+	return base + 1, nil
+}
+
+// grantTxn writes the grant rec in one transaction, on condition that none
+// of the lease's keys changed since st was read; otherwise it reads them
+// again (the Else branch's responses).
+func (s *Store) grantTxn(ctx context.Context, name string, st leaseState, rec leaseRecord) (*clientv3.TxnResponse, error) {
+	return s.cli.Txn(ctx).
+		If(
+			unchanged(s.leaseKey(name), st.recRev),
+			unchanged(s.aliveKey(name), st.aliveRev),
+			unchanged(s.key(name), st.hwmRev),
+			unchanged(s.issuedKey(name), st.issuedRev),
+		).
+		Then(
+			clientv3.OpPut(s.leaseKey(name), encodeRecord(rec)),
+			clientv3.OpPut(s.aliveKey(name), encodeAlive(rec.Holder, rec.Epoch), clientv3.WithLease(clientv3.LeaseID(rec.EtcdLease))),
+			clientv3.OpPut(s.key(name), encodeEpoch(rec.Epoch)),
+			clientv3.OpPut(s.issuedKey(name), encodeEpoch(rec.Epoch)),
+		).
+		Else(s.readOps(name, true)...).
+		Commit()
+}
+
+// grantOf is the answer to a grant of rec made at grantedAt over the state
+// st it replaced.
+func grantOf(name string, rec leaseRecord, ttl time.Duration, grantedAt time.Time, st leaseState) tokens.Grant {
+	g := tokens.Grant{Lease: tokens.Lease{
+		Name:      name,
+		Holder:    rec.Holder,
+		Epoch:     rec.Epoch,
+		TTL:       ttl,
+		ExpiresAt: grantedAt.Add(ttl).UTC(),
+		Held:      true,
+		Owner:     rec.Owner,
+	}}
+	if st.found {
+		g.Previous = &tokens.Lease{
+			Name:      name,
+			Holder:    st.rec.Holder,
+			Epoch:     st.rec.Epoch,
+			TTL:       st.rec.ttl(),
+			ExpiresAt: time.Now().UTC(), // the grant completed: it lapsed or was superseded by now
+			Held:      st.alive,
+			Owner:     st.rec.Owner,
+		}
+	}
+	return g
 }
 
 // Renew extends holder's live lease at epoch by its TTL from now, on the
