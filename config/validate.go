@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-		"github.com/fencegw/fencegw/tokens"
+	"github.com/fencegw/fencegw/tokens"
 )
 
 // FieldError is a validation error about one field, named by its path in
