@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"time"
 
@@ -23,9 +25,9 @@ type apiFlags struct {
 // addAPIFlags defines --api, the TLS flags and, with withKey, --api-key.
 func addAPIFlags(fs *flag.FlagSet, withKey bool) *apiFlags {
 	f := &apiFlags{}
-	fs.StringVar(&f.api, "api", envOr("FENCEGW_API", defaultAPI), "control API base `URL` (default $FENCEGW_API or "+defaultAPI+")")
+	fs.StringVar(&f.api, "api", envOr("FENCEGW_API", defaultAPI), "control API base `URL` ($FENCEGW_API when set)")
 	if withKey {
-		fs.StringVar(&f.key, "api-key", os.Getenv("FENCEGW_API_KEY"), "API `key` (default $FENCEGW_API_KEY)")
+		fs.StringVar(&f.key, "api-key", os.Getenv("FENCEGW_API_KEY"), "API `key` ($FENCEGW_API_KEY when set)")
 	}
 	fs.StringVar(&f.tls.CAFile, "tls-ca", "", "PEM `file` of the CAs to trust for an https --api (default: the system's)")
 	fs.StringVar(&f.tls.CertFile, "tls-cert", "", "PEM client certificate `file`, when api_tls.client_ca_file requires one")
@@ -37,7 +39,20 @@ func addAPIFlags(fs *flag.FlagSet, withKey bool) *apiFlags {
 // client checks the flags and returns a client of the control API; it
 // dials nothing.
 func (f *apiFlags) client(timeout time.Duration) (*apiclient.Client, error) {
-	return apiclient.New(f.api, f.key, f.tls, timeout)
+	u, err := apiclient.ParseBase(f.api)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("--api: %w", err)
+	case !f.tls.IsZero() && u.Scheme != "https":
+		return nil, fmt.Errorf("--tls-* flags given, but --api %s is not https", f.api)
+	case (f.tls.CertFile == "") != (f.tls.KeyFile == ""):
+		return nil, errors.New("--tls-cert and --tls-key go together")
+	}
+	c, err := apiclient.New(f.api, f.key, f.tls, timeout)
+	if err != nil {
+		return nil, fmt.Errorf("--tls-*: %w", err) // the URL passed above
+	}
+	return c, nil
 }
 
 func envOr(name, def string) string {
