@@ -36,21 +36,29 @@ func addAPIFlags(fs *flag.FlagSet, withKey bool) *apiFlags {
 	return f
 }
 
-// client checks the flags and returns a client of the control API; it
-// dials nothing.
-func (f *apiFlags) client(timeout time.Duration) (*apiclient.Client, error) {
+// check checks the flags, without reading the files they name.
+func (f *apiFlags) check() error {
 	u, err := apiclient.ParseBase(f.api)
 	switch {
 	case err != nil:
-		return nil, fmt.Errorf("--api: %w", err)
+		return fmt.Errorf("--api: %w", err)
 	case !f.tls.IsZero() && u.Scheme != "https":
-		return nil, fmt.Errorf("--tls-* flags given, but --api %s is not https", f.api)
+		return fmt.Errorf("--tls-* flags given, but --api %s is not https", f.api)
 	case (f.tls.CertFile == "") != (f.tls.KeyFile == ""):
-		return nil, errors.New("--tls-cert and --tls-key go together")
+		return errors.New("--tls-cert and --tls-key go together")
+	}
+	return nil
+}
+
+// client checks the flags, loads the TLS files, and returns a client of
+// the control API; it dials nothing.
+func (f *apiFlags) client(timeout time.Duration) (*apiclient.Client, error) {
+	if err := f.check(); err != nil {
+		return nil, err
 	}
 	c, err := apiclient.New(f.api, f.key, f.tls, timeout)
 	if err != nil {
-		return nil, fmt.Errorf("--tls-*: %w", err) // the URL passed above
+		return nil, fmt.Errorf("--tls-*: %w", err) // the URL passed check
 	}
 	return c, nil
 }

@@ -23,6 +23,42 @@ need no API key. The flags are checked before anything is dialled.
 
 `
 
+// probeFlags are the checked flags of a probe.
+type probeFlags struct {
+	api     *apiFlags
+	path    string
+	timeout time.Duration
+}
+
+// parseProbe parses and checks a probe's flags, but not the files the
+// TLS flags name (apiFlags.client loads them). For -h it prints the usage on
+// help and returns flag.ErrHelp.
+func parseProbe(args []string, help io.Writer) (probeFlags, error) {
+	fs := flag.NewFlagSet("fencegw probe", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // one line on a bad flag, not the usage
+	f := probeFlags{api: addAPIFlags(fs, false)}
+	fs.StringVar(&f.path, "path", "/readyz", "`path` to GET on the control API: /readyz (readiness) or /healthz (liveness)")
+	fs.DurationVar(&f.timeout, "timeout", 3*time.Second, "give up after this `duration`; /readyz may wait 2s for the store")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(help, probeUsage)
+			fs.SetOutput(help)
+			fs.PrintDefaults()
+			return f, err
+		}
+		return f, fmt.Errorf("%w (fencegw probe -h for the flags)", err)
+	}
+	switch {
+	case fs.NArg() > 0:
+		return f, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	case !strings.HasPrefix(f.path, "/") || strings.ContainsAny(f.path, "?#"):
+		return f, fmt.Errorf("--path %q: want a path such as /readyz", f.path)
+	case f.timeout <= 0:
+		return f, fmt.Errorf("--timeout %s: want a positive duration", f.timeout)
+	}
+	return f, f.api.check()
+}
+
 // probe checks a gateway's /readyz (or --path) over its control API.
 // Every failure exits 1, flags included: container runtimes reserve other
 // exit codes of a health check.
@@ -31,39 +67,24 @@ func probe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fencegw probe: %s\n", oneLine(fmt.Sprintf(format, a...)))
 		return 1
 	}
-	fs := flag.NewFlagSet("fencegw probe", flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // one line on a bad flag, not the usage
-	api := addAPIFlags(fs, false)
-	path := fs.String("path", "/readyz", "`path` to GET on the control API: /readyz (readiness) or /healthz (liveness)")
-	timeout := fs.Duration("timeout", 3*time.Second, "give up after this `duration`; /readyz may wait 2s for the store")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, probeUsage)
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
-			return 0
-		}
-		return fail("%v (fencegw probe -h for the flags)", err)
+	f, err := parseProbe(args, stdout)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
 	}
-	switch {
-	case fs.NArg() > 0:
-		return fail("unexpected argument %q", fs.Arg(0))
-	case !strings.HasPrefix(*path, "/") || strings.ContainsAny(*path, "?#"):
-		return fail("--path %q: want a path such as /readyz", *path)
-	case *timeout <= 0:
-		return fail("--timeout %s: want a positive duration", *timeout)
+	if err != nil {
+		return fail("%v", err)
 	}
-	c, err := api.client(*timeout)
+	c, err := f.api.client(f.timeout)
 	if err != nil {
 		return fail("%v", err)
 	}
 	defer c.Close()
-	a, err := c.Do(ctx, http.MethodGet, *path, nil)
+	a, err := c.Do(ctx, http.MethodGet, f.path, nil)
 	if err != nil {
 		return fail("not ready: %v", err)
 	}
 	if a.Status != http.StatusOK {
-		return fail("not ready: GET %s: %s", c.URL(*path), a)
+		return fail("not ready: GET %s: %s", c.URL(f.path), a)
 	}
 	return 0
 }
