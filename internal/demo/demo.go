@@ -41,7 +41,7 @@ const (
 // Options configure Run.
 type Options struct {
 	// Out receives the narrative: one line per event, each stamped with
-	// the time since Run began.
+	// the time since Run began. Nil discards it.
 	Out io.Writer
 	// Quiet prints only the closing summary line.
 	Quiet bool
@@ -68,6 +68,9 @@ func (f *Failure) Unwrap() error { return f.Err }
 // nil when every step behaved as told, and otherwise a *Failure naming the
 // first step that did not. It takes about 5 s, and at most 20 s.
 func Run(ctx context.Context, o Options) error {
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
 	n := newNarrator(o.Out, o.Quiet)
 	ctx, cancel := context.WithTimeout(ctx, deadline)
 	defer cancel()
