@@ -38,7 +38,9 @@ type composeService struct {
 	DependsOn       map[string]struct{ Condition string } `yaml:"depends_on"`
 	StopGracePeriod string                                `yaml:"stop_grace_period"`
 	Healthcheck     *struct {
-		Test []string `yaml:"test"`
+		Test    []string `yaml:"test"`
+		Timeout string   `yaml:"timeout"`
+		Disable bool     `yaml:"disable"`
 	} `yaml:"healthcheck"`
 }
 
@@ -312,48 +314,40 @@ func checkTelemetryEnv(t *testing.T, where string, env map[string]string) {
 	tel.Shutdown(ctx)
 }
 
-// TestComposeHealthcheckKeys: a gateway's health check that calls the
-// control API as a client carries a key the configuration accepts for the
-// lease it uses, and reaches the control API's port.
-func TestComposeHealthcheckKeys(t *testing.T) {
+// TestComposeHealthchecksMatchBinary: each gateway's health check runs
+// `fencegw probe` in exec form against the replica's own /readyz, with
+// flags the binary accepts and a --timeout below the check's; the other
+// services of the image disable its HEALTHCHECK, which probes a gateway.
+func TestComposeHealthchecksMatchBinary(t *testing.T) {
 	f := loadCompose(t)
 	img := loadDockerImage(t)
-	gateways, _ := composeParts(t, f, img)
+	gateways, other := composeParts(t, f, img)
 	for i := range gateways {
 		g := &gateways[i]
 		g.load(t)
-		if g.svc.Healthcheck == nil || len(g.svc.Healthcheck.Test) < 2 {
+		hc := g.svc.Healthcheck
+		if hc == nil || len(hc.Test) < 2 {
 			continue // TestComposeServices reports it
 		}
-		test := g.svc.Healthcheck.Test[1:]
-		if len(test) < 4 || test[0] != img.Binary || test[1] != "lease" {
-			continue // another kind of check: nothing to match here
+		where := "compose service " + g.name + " healthcheck"
+		if hc.Test[0] != "CMD" || hc.Test[1] != img.Binary {
+			t.Errorf("%s: %q, want [CMD, %s, probe, …]", where, hc.Test, img.Binary)
+			continue
 		}
-		lease := test[3]
-		api, ok := flagValue(test, "api")
-		if !ok {
-			api = composeEnvOr(g.svc.Environment, "FENCEGW_API", "http://127.0.0.1:8081")
+		limit := 30 * time.Second // compose's default
+		if hc.Timeout != "" {
+			limit = mustDuration(t, where, hc.Timeout)
 		}
-		u, _ := url.Parse(api)
-		_, control := addrPort(t, "api_listen", g.config.APIListen)
-		if u.Port() != strconv.Itoa(control) {
-			t.Errorf("%s: the health check calls %s, but api_listen is %s", g.name, api, g.config.APIListen)
-		}
-		key, ok := flagValue(test, "api-key")
-		if !ok {
-			key = g.svc.Environment["FENCEGW_API_KEY"]
-		}
-		if name, may := apiKeyFor(g.config, key, lease); !may {
-			t.Errorf("%s: the health check's key (entry %q) may not use lease %q", g.name, name, lease)
+		checkProbeCommand(t, where, hc.Test[2:], g.config, "/readyz", limit)
+	}
+	for name, s := range other {
+		built := s.Build != nil && path.Clean(path.Join("deploy", s.Build.Context, s.Build.Dockerfile)) == "deploy/Dockerfile"
+		if (built || (len(gateways) > 0 && s.Image == gateways[0].svc.Image)) && img.Healthcheck != nil &&
+			(s.Healthcheck == nil || (!s.Healthcheck.Disable && len(s.Healthcheck.Test) == 0)) {
+			t.Errorf("compose service %s runs %q in the image, and inherits its HEALTHCHECK, which probes a gateway: disable it",
+				name, s.Command)
 		}
 	}
-}
-
-func composeEnvOr(env map[string]string, name, def string) string {
-	if v := env[name]; v != "" {
-		return v
-	}
-	return def
 }
 
 // collectorConfig is the part of an OpenTelemetry Collector configuration

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fencegw/fencegw/config"
 )
@@ -107,6 +108,25 @@ func (in dockerInstr) execForm(t *testing.T) []string {
 	return args
 }
 
+// healthcheck decodes a HEALTHCHECK: its command in exec form (nil for
+// NONE) and its timeout.
+func (in dockerInstr) healthcheck(t *testing.T) ([]string, time.Duration) {
+	t.Helper()
+	if in.Args == "NONE" {
+		return nil, 0
+	}
+	cmd, ok := strings.CutPrefix(in.Args, "CMD ")
+	if !ok {
+		t.Fatalf("Dockerfile line %d: HEALTHCHECK %s: want CMD [...]", in.Line, in.Args)
+	}
+	args := dockerInstr{Cmd: "HEALTHCHECK CMD", Args: strings.TrimSpace(cmd), Line: in.Line}.execForm(t)
+	timeout := 30 * time.Second
+	if v, ok := in.Flags["timeout"]; ok {
+		timeout = mustDuration(t, "Dockerfile HEALTHCHECK --timeout", v)
+	}
+	return args, timeout
+}
+
 // shellFields splits a shell command line into words, honouring quotes.
 func shellFields(s string) []string {
 	var (
@@ -156,6 +176,10 @@ type dockerImage struct {
 	Output          string
 	// Binary is where the final stage puts the binary.
 	Binary string
+	// Healthcheck is the HEALTHCHECK's command (exec form), nil without
+	// one; HealthcheckTimeout its --timeout (Docker's default: 30s).
+	Healthcheck        []string
+	HealthcheckTimeout time.Duration
 }
 
 func loadDockerImage(t *testing.T) dockerImage {
@@ -186,6 +210,8 @@ func loadDockerImage(t *testing.T) dockerImage {
 			img.Cmd = in.execForm(t)
 		case "USER":
 			img.User = in.Args
+		case "HEALTHCHECK":
+			img.Healthcheck, img.HealthcheckTimeout = in.healthcheck(t)
 		case "EXPOSE":
 			for _, p := range strings.Fields(in.Args) {
 				n, err := strconv.Atoi(strings.TrimSuffix(p, "/tcp"))
@@ -289,6 +315,12 @@ func TestDockerfileDefaultCommand(t *testing.T) {
 	}
 	if !c.ControlAuthenticated() && !config.IsLoopback(c.APIListen) {
 		t.Errorf("the baked configuration has no api_keys but api_listen %s", c.APIListen)
+	}
+	// The HEALTHCHECK probes this configuration's /readyz from inside.
+	if hc := img.Healthcheck; len(hc) < 2 || hc[0] != img.Binary {
+		t.Errorf("HEALTHCHECK %q: want the binary's probe (the image has no shell or curl)", hc)
+	} else {
+		checkProbeCommand(t, "Dockerfile HEALTHCHECK", hc[1:], c, "/readyz", img.HealthcheckTimeout)
 	}
 	// An embedded store needs its directory, owned by the image's user.
 	if !strings.Contains(c.Store, "://") {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -126,7 +127,18 @@ type k8sProbe struct {
 		Port   yaml.Node `yaml:"port"` // a number or a port name
 		Scheme string    `yaml:"scheme"`
 	} `yaml:"httpGet"`
+	Exec *struct {
+		Command []string `yaml:"command"`
+	} `yaml:"exec"`
 	TimeoutSeconds int `yaml:"timeoutSeconds"`
+}
+
+// timeout is the probe's timeoutSeconds (default 1).
+func (p *k8sProbe) timeout() time.Duration {
+	if p.TimeoutSeconds <= 0 {
+		return time.Second
+	}
+	return time.Duration(p.TimeoutSeconds) * time.Second
 }
 
 type k8sService struct {
@@ -433,6 +445,95 @@ func TestKubernetesConfigMapLoads(t *testing.T) {
 	}
 }
 
+// checkK8sProbes: the probes ask the unauthenticated endpoints of the
+// control API (port control), over HTTP unless api_tls is set: with the
+// kubelet's httpGet, or with `fencegw probe` run in the container (exec),
+// the only way to present a client certificate when api_tls requires one.
+func checkK8sProbes(t *testing.T, g *k8sGateway, c config.Config, img dockerImage, control int) {
+	t.Helper()
+	scheme := "HTTP"
+	if c.APITLS != nil {
+		scheme = "HTTPS"
+	}
+	for _, pr := range []struct {
+		name  string
+		p     *k8sProbe
+		path  string
+		must  bool
+		store bool
+	}{{"startupProbe", g.c.StartupProbe, "/healthz", false, false},
+		{"livenessProbe", g.c.LivenessProbe, "/healthz", true, false},
+		{"readinessProbe", g.c.ReadinessProbe, "/readyz", true, true}} {
+		if pr.p == nil {
+			if pr.must {
+				t.Errorf("no %s", pr.name)
+			}
+			continue
+		}
+		// /readyz waits up to 2s for the store; kubelet's default is 1s.
+		if pr.store && pr.p.TimeoutSeconds <= 2 {
+			t.Errorf("%s: timeoutSeconds %d, want more than the 2s /readyz may take", pr.name, pr.p.TimeoutSeconds)
+		}
+		if e := pr.p.Exec; e != nil {
+			if len(e.Command) < 2 || e.Command[0] != img.Binary {
+				t.Errorf("%s: exec %q: want the image's binary %s running probe (the image has no shell)", pr.name, e.Command, img.Binary)
+				continue
+			}
+			checkProbeCommand(t, pr.name, e.Command[1:], c, pr.path, pr.p.timeout())
+			continue
+		}
+		if pr.p.HTTPGet == nil {
+			t.Errorf("%s: want httpGet, or exec running %s probe (the image has no shell)", pr.name, img.Binary)
+			continue
+		}
+		if c.APITLS != nil && c.APITLS.ClientCAFile != "" {
+			t.Errorf("%s: httpGet cannot present the client certificate api_tls.client_ca_file requires: exec %s probe --tls-cert …",
+				pr.name, img.Binary)
+		}
+		if pr.p.HTTPGet.Path != pr.path {
+			t.Errorf("%s: path %q, want %s", pr.name, pr.p.HTTPGet.Path, pr.path)
+		}
+		if got := g.port(t, pr.name, pr.p.HTTPGet.Port); got != control {
+			t.Errorf("%s: port %d, want the control API's %d", pr.name, got, control)
+		}
+		if s := pr.p.HTTPGet.Scheme; (s == "" && scheme != "HTTP") || (s != "" && s != scheme) {
+			t.Errorf("%s: scheme %q, the control API speaks %s", pr.name, s, scheme)
+		}
+	}
+
+}
+
+// TestKubernetesExecProbes: exec probes running `fencegw probe` pass the
+// checks the Deployment's probes go through, for the control API over
+// HTTP and over mutual TLS (as deployment.yaml's comment suggests).
+func TestKubernetesExecProbes(t *testing.T) {
+	m := loadKubernetes(t)
+	img := loadDockerImage(t)
+	g := loadK8sGateway(t, m, img)
+	c := g.serveConfig(t)
+	_, control := addrPort(t, "api_listen", c.APIListen)
+	execProbe := func(timeout int, args ...string) *k8sProbe {
+		p := &k8sProbe{TimeoutSeconds: timeout}
+		p.Exec = &struct {
+			Command []string `yaml:"command"`
+		}{append([]string{img.Binary, "probe"}, args...)}
+		return p
+	}
+	api := "http://127.0.0.1:" + strconv.Itoa(control)
+	g.c.StartupProbe = execProbe(2, "--api", api, "--path", "/healthz", "--timeout", "1s")
+	g.c.LivenessProbe = execProbe(2, "--api", api, "--path", "/healthz", "--timeout", "1s")
+	g.c.ReadinessProbe = execProbe(4, "--api", api, "--timeout", "3s")
+	checkK8sProbes(t, g, c, img, control)
+
+	c.APITLS = &config.ListenerTLS{CertFile: "gw.crt", KeyFile: "gw.key", ClientCAFile: "ca.pem"}
+	mtls := []string{"--api", "https://127.0.0.1:" + strconv.Itoa(control), "--tls-ca", "ca.pem", "--tls-server-name", "fencegw",
+		"--tls-cert", "probe.crt", "--tls-key", "probe.key"}
+	g.c.StartupProbe = execProbe(2, append(mtls, "--path", "/healthz", "--timeout", "1s")...)
+	g.c.LivenessProbe = execProbe(2, append(mtls, "--path", "/healthz", "--timeout", "1s")...)
+	g.c.ReadinessProbe = execProbe(4, append(mtls, "--timeout", "3s")...)
+	checkK8sProbes(t, g, c, img, control)
+}
+
 // TestKubernetesDeploymentMatchesBinary: the container's arguments and
 // configuration are accepted by the binary; its ports are the listeners';
 // the probes hit /healthz and /readyz on the control port; replicas,
@@ -462,45 +563,7 @@ func TestKubernetesDeploymentMatchesBinary(t *testing.T) {
 		t.Errorf("containerPorts %v, want %d (listen) and %d (api_listen)", ports, proxy, control)
 	}
 
-	// Probes: unauthenticated endpoints of the control API, over HTTP
-	// unless api_tls is set.
-	scheme := "HTTP"
-	if c.APITLS != nil {
-		scheme = "HTTPS"
-	}
-	for _, pr := range []struct {
-		name  string
-		p     *k8sProbe
-		path  string
-		must  bool
-		store bool
-	}{{"startupProbe", g.c.StartupProbe, "/healthz", false, false},
-		{"livenessProbe", g.c.LivenessProbe, "/healthz", true, false},
-		{"readinessProbe", g.c.ReadinessProbe, "/readyz", true, true}} {
-		if pr.p == nil {
-			if pr.must {
-				t.Errorf("no %s", pr.name)
-			}
-			continue
-		}
-		if pr.p.HTTPGet == nil {
-			t.Errorf("%s: want httpGet (the image has no shell for exec probes)", pr.name)
-			continue
-		}
-		if pr.p.HTTPGet.Path != pr.path {
-			t.Errorf("%s: path %q, want %s", pr.name, pr.p.HTTPGet.Path, pr.path)
-		}
-		if got := g.port(t, pr.name, pr.p.HTTPGet.Port); got != control {
-			t.Errorf("%s: port %d, want the control API's %d", pr.name, got, control)
-		}
-		if s := pr.p.HTTPGet.Scheme; (s == "" && scheme != "HTTP") || (s != "" && s != scheme) {
-			t.Errorf("%s: scheme %q, the control API speaks %s", pr.name, s, scheme)
-		}
-		// /readyz waits up to 2s for the store; kubelet's default is 1s.
-		if pr.store && pr.p.TimeoutSeconds <= 2 {
-			t.Errorf("%s: timeoutSeconds %d, want more than the 2s /readyz may take", pr.name, pr.p.TimeoutSeconds)
-		}
-	}
+	checkK8sProbes(t, g, c, img, control)
 
 	// Scale, labels, resources, security.
 	if g.dep.Spec.Replicas < 3 {

@@ -3,16 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
-	"os"
 	"strings"
 	"time"
+
+	"github.com/fencegw/fencegw/internal/apiclient"
 )
 
 const leaseUsage = `Usage:
@@ -22,9 +20,14 @@ const leaseUsage = `Usage:
   fencegw lease get     NAME
 
 Flags common to all: --api URL (default $FENCEGW_API or http://127.0.0.1:8081),
---api-key KEY (default $FENCEGW_API_KEY). The answer's JSON is printed on
-stdout; a refusal's problem document on stderr, with exit status 1.
+--api-key KEY (default $FENCEGW_API_KEY); for an https control API, --tls-ca
+FILE, --tls-cert FILE --tls-key FILE and --tls-server-name NAME. The answer's
+JSON is printed on stdout; a refusal's problem document on stderr, with exit
+status 1.
 `
+
+// apiTimeout bounds each call of the lease and token commands.
+const apiTimeout = 30 * time.Second
 
 // leaseCmd calls the control API's lease endpoints.
 func leaseCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -33,86 +36,38 @@ func leaseCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 2
 	}
 	op, name := args[0], args[1]
+	if !apiclient.IsLeaseOp(op) {
+		fmt.Fprintf(stderr, "fencegw lease: unknown operation %q\n\n%s", op, leaseUsage)
+		return 2
+	}
 	fs := flag.NewFlagSet("fencegw lease "+op, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	api := fs.String("api", envOr("FENCEGW_API", "http://127.0.0.1:8081"), "control API base `URL`")
-	key := fs.String("api-key", os.Getenv("FENCEGW_API_KEY"), "API `key`")
+	api := addAPIFlags(fs, true)
 	holder := fs.String("holder", "", "the lease holder's `name`")
 	ttl := fs.Duration("ttl", 15*time.Second, "lease `duration` (acquire)")
 	epoch := fs.Int64("epoch", 0, "the `epoch` held (renew, release)")
 	if err := fs.Parse(args[2:]); err != nil {
 		return 2
 	}
-	var (
-		method = http.MethodPost
-		path   = "/v1/leases/" + url.PathEscape(name) + "/" + op
-		body   any
-	)
-	switch op {
-	case "acquire":
-		body = map[string]any{"holder": *holder, "ttl_seconds": ttl.Seconds()}
-	case "renew", "release":
-		body = map[string]any{"holder": *holder, "epoch": *epoch}
-	case "get":
-		method, path = http.MethodGet, "/v1/leases/"+url.PathEscape(name)
-	default:
-		fmt.Fprintf(stderr, "fencegw lease: unknown operation %q\n\n%s", op, leaseUsage)
+	c, err := api.client(apiTimeout)
+	if err != nil {
+		fmt.Fprintf(stderr, "fencegw lease %s: %v\n", op, err)
 		return 2
 	}
-	status, out, err := callAPI(ctx, method, strings.TrimRight(*api, "/")+path, *key, body)
+	defer c.Close()
+	a, err := c.Lease(ctx, op, name, apiclient.LeaseRequest{Holder: *holder, TTL: *ttl, Epoch: *epoch})
 	if err != nil {
 		fmt.Fprintf(stderr, "fencegw lease %s: %v\n", op, err)
 		return 1
 	}
-	if status >= 300 {
-		fmt.Fprintf(stderr, "fencegw lease %s: %d %s\n%s\n", op, status, http.StatusText(status), bytes.TrimSpace(out))
+	if a.Status >= 300 {
+		fmt.Fprintf(stderr, "fencegw lease %s: %d %s\n%s\n", op, a.Status, http.StatusText(a.Status), bytes.TrimSpace(a.Body))
 		return 1
 	}
-	if len(out) == 0 {
-		fmt.Fprintf(stdout, "{\"status\":%d}\n", status)
+	if len(a.Body) == 0 {
+		fmt.Fprintf(stdout, "{\"status\":%d}\n", a.Status)
 		return 0
 	}
-	stdout.Write(out)
+	stdout.Write(a.Body)
 	return 0
-}
-
-// callAPI sends one JSON request and returns the status and body.
-func callAPI(ctx context.Context, method, target, key string, body any) (int, []byte, error) {
-	var r io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return 0, nil, err
-		}
-		r = bytes.NewReader(b)
-	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, target, r)
-	if err != nil {
-		return 0, nil, err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	out, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return 0, nil, errors.Join(errors.New("read answer"), err)
-	}
-	return resp.StatusCode, out, nil
-}
-
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
 }

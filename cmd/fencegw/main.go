@@ -6,6 +6,7 @@
 //	fencegw serve [--config FILE] [--listen ADDR] [--api-listen ADDR] [--store STORE] [--route PREFIX=UPSTREAM]...
 //	fencegw lease acquire|renew|release|get NAME [flags]
 //	fencegw token inspect TOKEN [flags]
+//	fencegw probe [--api URL] [--path /readyz] [--timeout 3s] [TLS flags]
 //	fencegw keys generate|api-key [flags]
 //	fencegw config validate FILE | fencegw config example
 //	fencegw echo [--listen ADDR]
@@ -31,6 +32,7 @@ Usage:
   fencegw serve [flags]   run the gateway (fencegw serve -h for flags)
   fencegw lease OP NAME   acquire, renew, release or get a lease
   fencegw token inspect   decode and verify a token
+  fencegw probe [flags]   exit 0 if the gateway's /readyz answers 200 (a health check)
   fencegw keys generate   make a signing key; keys api-key: a control API key
   fencegw config validate FILE | config example
   fencegw echo [flags]    run a sample upstream that echoes what reaches it
@@ -59,12 +61,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return leaseCmd(ctx, args[1:], stdout, stderr)
 	case "token":
 		return tokenCmd(ctx, args[1:], stdout, stderr)
+	case "probe":
+		return probe(ctx, args[1:], stdout, stderr)
 	case "keys":
 		return keysCmd(args[1:], stdout, stderr)
 	case "echo":
 		return echo(ctx, args[1:], stdout, stderr)
 	case "demo":
-		return demo(ctx, args[1:], stdout, stderr)
+		return demoCmd(ctx, args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "fencegw", version)
 		return 0

@@ -157,4 +157,22 @@ routes:
 	if s := write("/untrusted/x"); s != http.StatusBadGateway {
 		t.Fatalf("upstream with an unknown CA = %d, want 502", s)
 	}
+
+	// The CLI reaches the control API over mutual TLS with its --tls-*
+	// flags: the probe, and a lease command.
+	api := "https://" + apiAddr
+	clientCertFile, clientKeyFile := writeFile(t, dir, "client.crt", clientCert), writeFile(t, dir, "client.key", clientKey)
+	withTLS := []string{"--api", api, "--tls-ca", caFile, "--tls-server-name", "gateway.test"}
+	withCertFlags := append(append([]string(nil), withTLS...), "--tls-cert", clientCertFile, "--tls-key", clientKeyFile)
+	if out, errOut, code := probeRun(t, nil, withCertFlags...); code != 0 {
+		t.Errorf("probe over mutual TLS: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	out, errOut, code := probeRun(t, nil, withTLS...)
+	wantNotReady(t, "probe without a client certificate", out, errOut, code, "not ready")
+	out, errOut, code = probeRun(t, nil, "--api", api, "--tls-cert", clientCertFile, "--tls-key", clientKeyFile)
+	wantNotReady(t, "probe without the CA", out, errOut, code, "not ready", "certificate")
+	out, errOut, code = runCLI(t, append([]string{"lease", "acquire", "jobs", "--holder", "node-a"}, withCertFlags...)...)
+	if code != 0 || !strings.Contains(out, `"epoch":1`) {
+		t.Errorf("lease acquire over mutual TLS: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
 }

@@ -16,7 +16,8 @@ import (
 const tokenUsage = `Usage:
   fencegw token inspect TOKEN [--key FILE]... [--api URL] [--issuer fencegw] [--audience fencegw]
       decode a token and verify it with the key files given, or else with the
-      gateway's published keys (GET --api/.well-known/jwks.json)
+      gateway's published keys (GET --api/.well-known/jwks.json; for an https
+      control API: --tls-ca FILE, --tls-cert FILE --tls-key FILE, --tls-server-name NAME)
 `
 
 func tokenCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -28,7 +29,7 @@ func tokenCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.SetOutput(stderr)
 	var keyFiles stringList
 	fs.Var(&keyFiles, "key", "a PEM key `file` to verify with (repeatable)")
-	api := fs.String("api", envOr("FENCEGW_API", "http://127.0.0.1:8081"), "control API base `URL` for its JWKS")
+	api := addAPIFlags(fs, false)
 	issuer := fs.String("issuer", "fencegw", "expected `iss`")
 	audience := fs.String("audience", "fencegw", "expected `aud`")
 	// The token may come before or after the flags.
@@ -61,7 +62,7 @@ func tokenCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		fmt.Fprintf(stdout, "%s: %s\n", label, b)
 	}
-	keys, err := inspectKeys(ctx, keyFiles, *api)
+	keys, err := inspectKeys(ctx, keyFiles, api)
 	if err != nil {
 		fmt.Fprintf(stdout, "signature: not checked (%v)\n", err)
 		return 1
@@ -83,7 +84,7 @@ func tokenCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 }
 
 // inspectKeys loads the key files, or else the gateway's JWKS.
-func inspectKeys(ctx context.Context, files []string, api string) ([]*signed.Key, error) {
+func inspectKeys(ctx context.Context, files []string, api *apiFlags) ([]*signed.Key, error) {
 	var keys []*signed.Key
 	for _, f := range files {
 		k, err := signed.LoadKeyFile(f)
@@ -95,14 +96,19 @@ func inspectKeys(ctx context.Context, files []string, api string) ([]*signed.Key
 	if len(keys) > 0 {
 		return keys, nil
 	}
-	status, body, err := callAPI(ctx, http.MethodGet, strings.TrimRight(api, "/")+"/.well-known/jwks.json", "", nil)
+	c, err := api.client(apiTimeout)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	a, err := c.Do(ctx, http.MethodGet, "/.well-known/jwks.json", nil)
 	if err != nil {
 		return nil, fmt.Errorf("fetch JWKS: %w", err)
 	}
-	if status != http.StatusOK {
-		return nil, fmt.Errorf("fetch JWKS: status %d", status)
+	if a.Status != http.StatusOK {
+		return nil, fmt.Errorf("fetch JWKS: status %d", a.Status)
 	}
-	return signed.ParseJWKS(body)
+	return signed.ParseJWKS(a.Body)
 }
 
 type stringList []string
