@@ -88,8 +88,9 @@ type Callbacks struct {
 	// OnStoppedLeading is called once per term, after the term's context
 	// was cancelled and its token cleared, with the reason: an error wrapping
 	// ErrLeaseLost (renewal refused, or renew deadline passed), ErrFenced (the
-	// gateway answered 412), the reason given to StepDown, the Run context's
-	// error, or an *APIError the Elector cannot recover from.
+	// gateway refused the term's epoch as stale, with 412), the reason given
+	// to StepDown, the Run context's error, or an *APIError the Elector
+	// cannot recover from.
 	OnStoppedLeading func(term Term, reason error)
 	// OnNewToken, optional, is called after each successful renewal with the
 	// term and its fresh token.

@@ -17,7 +17,12 @@
 //   - The RoundTripper returned by Transport attaches the term's token (or its
 //     epoch, when the authority issues no token) as the Fencing-Token header,
 //     refuses to send anything while not leading, and steps down at once when
-//     the gateway answers 412 (a newer epoch was granted).
+//     the gateway refuses the epoch as stale (412 with the problem type
+//     urn:fencegw:problem:stale-epoch: a newer epoch was granted). An
+//     upstream's own 412 behind the gateway (an If-Match that failed) does
+//     not end the term. The token goes only to the origin the request was
+//     addressed to: a redirect to another scheme, host or port is followed
+//     without it.
 //
 // Stepping down is not what makes a stale leader harmless: a paused process
 // cannot step down while paused. The gateway's fence is; the Elector only

@@ -17,8 +17,10 @@ var (
 	// send because the Elector is not leading (or the request belongs to a
 	// term that ended).
 	ErrNotLeader = errors.New("leader: not leading")
-	// ErrFenced is the reason of a step-down caused by a 412 from the
-	// gateway: a newer epoch was granted for the resource.
+	// ErrFenced is the reason of a step-down caused by the gateway's
+	// stale-epoch refusal (412, urn:fencegw:problem:stale-epoch) of a
+	// request sent through the Transport: a newer epoch was granted for the
+	// resource, or its epoch source no longer vouches for this one.
 	ErrFenced = errors.New("leader: fenced by a newer epoch")
 	// ErrLeaseLost is the reason of a step-down caused by the authority
 	// refusing a renewal (409), or by the renew deadline passing without a

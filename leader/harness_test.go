@@ -47,6 +47,9 @@ type testGateway struct {
 
 type gatewayOptions struct {
 	keys []config.APIKey
+	// upstream, when set, answers the requests the upstream receives
+	// (after they were recorded) instead of 201.
+	upstream http.HandlerFunc
 }
 
 // startGateway starts a gateway fencing resource (the lease's name) on a
@@ -68,6 +71,10 @@ func startGateway(resource string, opts ...gatewayOptions) (*testGateway, error)
 		g.mu.Lock()
 		g.received = append(g.received, r.Header.Clone())
 		g.mu.Unlock()
+		if o.upstream != nil {
+			o.upstream(w, r)
+			return
+		}
 		w.WriteHeader(http.StatusCreated)
 		fmt.Fprintf(w, "upstream saw Fencing-Epoch %s", r.Header.Get(gateway.EpochHeader))
 	}))

@@ -22,11 +22,13 @@ type leaderProc struct {
 	done   chan struct{}
 }
 
-func startLeader(t *testing.T, api, target, holder string, job time.Duration) *leaderProc {
+// startLeader runs internal/testleader for the lease invoice-sweeper with
+// a 3 s lease and a 2 s renew deadline; extra flags come last and win.
+func startLeader(t *testing.T, api, target, holder string, job time.Duration, extra ...string) *leaderProc {
 	t.Helper()
-	p := &leaderProc{cmd: exec.Command(leaderBinary, "--api", api, "--write", target, "--lease", "invoice-sweeper",
-		"--holder", holder, "--lease-duration", "3s", "--renew-deadline", "2s", "--retry", "500ms", "--job", job.String()),
-		done: make(chan struct{})}
+	args := append([]string{"--api", api, "--write", target, "--lease", "invoice-sweeper",
+		"--holder", holder, "--lease-duration", "3s", "--renew-deadline", "2s", "--retry", "500ms", "--job", job.String()}, extra...)
+	p := &leaderProc{cmd: exec.Command(leaderBinary, args...), done: make(chan struct{})}
 	out, err := p.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,11 @@
 // that each write to the gateway with the token of the term the job started
 // in — as real work does, and as a paused process does when it wakes. It
 // prints one JSON line per event on stdout.
+//
+// By default it sets the token itself and steps down on any 412. With
+// --transport its writes go through the Elector's Transport instead, in the
+// term's context: the Transport attaches the token and ends the term on the
+// gateway's stale-epoch 412 only, and the client follows redirects.
 package main
 
 import (
@@ -33,6 +38,7 @@ func main() {
 		deadline = flag.Duration("renew-deadline", 2*time.Second, "renew deadline")
 		retry    = flag.Duration("retry", 500*time.Millisecond, "retry period")
 		job      = flag.Duration("job", 100*time.Millisecond, "work before each write")
+		viaTr    = flag.Bool("transport", false, "write through the Elector's Transport")
 	)
 	flag.Parse()
 	out := &printer{w: os.Stdout}
@@ -46,7 +52,13 @@ func main() {
 				out.print(map[string]any{"event": "leading", "epoch": t.Epoch})
 				for n := 0; ctx.Err() == nil; n++ {
 					time.Sleep(*job) // a pause can strike here
-					status := write(client, *target, t.Token, *holder, n)
+					if *viaTr {
+						// The Transport sets the token and ends the term.
+						status := write(ctx, client, *target, "", *holder, n)
+						out.print(map[string]any{"event": "write", "epoch": t.Epoch, "status": status, "n": n})
+						continue
+					}
+					status := write(context.Background(), client, *target, t.Token, *holder, n)
 					out.print(map[string]any{"event": "write", "epoch": t.Epoch, "status": status, "n": n})
 					if status == http.StatusPreconditionFailed {
 						e.StepDown(leader.ErrFenced)
@@ -64,6 +76,9 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
+	if *viaTr {
+		client.Transport = e.Transport(nil)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	if err := e.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
@@ -72,10 +87,13 @@ func main() {
 	}
 }
 
-// write sends one job's write with the token of the term it started in.
-func write(c *http.Client, target, token, holder string, n int) int {
-	req, _ := http.NewRequest(http.MethodPost, target, strings.NewReader(fmt.Sprintf("job %d", n)))
-	req.Header.Set("Fencing-Token", token)
+// write sends one job's write with the token of the term it started in
+// (none when token is empty) and returns its status, 0 when it failed.
+func write(ctx context.Context, c *http.Client, target, token, holder string, n int) int {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, target, strings.NewReader(fmt.Sprintf("job %d", n)))
+	if token != "" {
+		req.Header.Set("Fencing-Token", token)
+	}
 	req.Header.Set("X-Holder", holder)
 	resp, err := c.Do(req)
 	if err != nil {

@@ -1,7 +1,10 @@
 package signed
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/fencegw/fencegw/tokens"
@@ -33,7 +36,9 @@ func (c Claims) Fencing() tokens.Claims {
 
 // wireClaims is the JSON payload of a token. Epoch is an int64, so
 // encoding/json parses it exactly (no float64 round trip) and refuses
-// fractions, exponents, strings and values beyond int64.
+// fractions, exponents, strings and values beyond int64. Its UnmarshalJSON
+// reads the claims of claimNames by their exact names only (see
+// checkClaimNames); other members are ignored.
 type wireClaims struct {
 	Issuer    string           `json:"iss,omitempty"`
 	Subject   string           `json:"sub,omitempty"`
@@ -46,6 +51,67 @@ type wireClaims struct {
 }
 
 var _ jwt.Claims = (*wireClaims)(nil)
+
+// claimNames are the names of the claims a Verifier reads: exactly the
+// JSON names of wireClaims' fields.
+var claimNames = [...]string{"iss", "sub", "aud", "res", "epoch", "iat", "exp", "nbf"}
+
+// UnmarshalJSON decodes a token's payload. It first refuses, with a
+// *claimError, a payload that is not a JSON object, or in which a member
+// name differs from one of claimNames only in case, or one of claimNames
+// appears more than once: encoding/json alone would read "EPOCH" as epoch
+// and keep the last of two "epoch" members, so a token could mean one thing
+// here and another to a verifier that reads names exactly or keeps the
+// first. Then it decodes the fields as encoding/json does.
+func (c *wireClaims) UnmarshalJSON(b []byte) error {
+	if err := checkClaimNames(b); err != nil {
+		return err
+	}
+	type plain wireClaims // without this method
+	return json.Unmarshal(b, (*plain)(c))
+}
+
+// checkClaimNames checks the member names of the JSON object b, which
+// json.Unmarshal has already found valid. Names are compared as
+// encoding/json matches them to fields: by strings.EqualFold (Unicode
+// simple folding, so "\u017fub" with a long s is a twin of "sub" too).
+func checkClaimNames(b []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return &claimError{"claims are not a JSON object"}
+	}
+	var seen [len(claimNames)]bool
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return fmt.Errorf("read a claim name: %w", err)
+		}
+		name, _ := t.(string)
+		for i, known := range claimNames {
+			switch {
+			case !strings.EqualFold(name, known):
+				continue
+			case name != known:
+				return &claimError{fmt.Sprintf("a claim name differs from %s only in case", known)}
+			case seen[i]:
+				return &claimError{fmt.Sprintf("claim %s appears more than once", known)}
+			}
+			seen[i] = true
+		}
+		var value json.RawMessage
+		if err := dec.Decode(&value); err != nil {
+			return fmt.Errorf("read claim value: %w", err)
+		}
+	}
+	return nil
+}
+
+// claimError is a payload whose claim names a Verifier refuses to read.
+// Its reason names the check, never token text other than a claim name of
+// claimNames.
+type claimError struct{ reason string }
+
+func (e *claimError) Error() string { return e.reason }
 
 func (c *wireClaims) GetExpirationTime() (*jwt.NumericDate, error) { return c.ExpiresAt, nil }
 func (c *wireClaims) GetIssuedAt() (*jwt.NumericDate, error)       { return c.IssuedAt, nil }

@@ -21,10 +21,12 @@
 //
 // A Verifier pins the algorithm per key: the header's "kid" selects the key
 // and the header's "alg" must equal that key's algorithm, so "none", unknown
-// key ids and the HS256-with-a-public-key confusion are refused. It requires
-// exp and iat, checks iss and aud exactly, allows a small leeway for clock
-// skew on exp and iat, and requires a positive epoch and non-empty res and
-// sub. Every refusal wraps ErrUnauthenticated; a token that cannot even be
+// key ids and the HS256-with-a-public-key confusion are refused. It reads
+// each claim under its exact name only (a case twin such as "EPOCH", or a
+// claim given twice, makes the token malformed), requires exp and iat,
+// checks iss and aud exactly, allows a small leeway for clock skew on exp
+// and iat (a token issued further in the future is refused), and requires a
+// positive epoch and non-empty res and sub. Every refusal wraps ErrUnauthenticated; a token that cannot even be
 // parsed also wraps tokens.ErrMalformedToken. Error messages name the check
 // that failed and never echo the token.
 //

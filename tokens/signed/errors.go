@@ -9,8 +9,10 @@ import (
 
 var (
 	// ErrUnauthenticated is wrapped by every error a Verifier returns for a
-	// token it refuses: bad structure, unknown key id, algorithm mismatch,
-	// bad signature, expiry, wrong issuer or audience, missing claims. The
+	// token it refuses: bad structure, claims that do not decode (of the
+	// wrong type, or a claim name repeated or differing only in case),
+	// unknown key id, algorithm mismatch, bad signature, expiry, iat in the
+	// future, wrong issuer or audience, missing claims. The
 	// gateway maps it to 401, for unparseable tokens too (whose errors also
 	// wrap tokens.ErrMalformedToken). It is the domain's
 	// tokens.ErrUnauthenticated.

@@ -5,8 +5,10 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -93,6 +95,8 @@ func FuzzVerify(f *testing.F) {
 	f.Add(signRaw(f, jwt.SigningMethodHS256, edPub, header("HS256", ed.ID), payload))
 	f.Add(b64([]byte(header("none", ed.ID))) + "." + b64([]byte(payload)) + ".")
 	f.Add(signWith(f, ed, claimsJSON(f, t0, map[string]any{"exp": omit{}})))
+	f.Add(signWith(f, ed, claimsJSON(f, t0, map[string]any{"epoch": omit{}, "EPOCH": 9})))
+	f.Add(signWith(f, ed, `{"epoch":9,`+payload[1:]))
 	f.Add("")
 	f.Add("..")
 	f.Add("a.b.c")
@@ -118,4 +122,89 @@ func FuzzVerify(f *testing.F) {
 			t.Fatalf("claims %+v, want %+v", c, want)
 		}
 	})
+}
+
+// FuzzVerifyClaimNames signs arbitrary payloads with a key of the keyring:
+// a payload verifies only if no member name differs from a claim the
+// Verifier reads only in case and none of those claims appears twice, and
+// then its claims are exactly what the members of those exact names say.
+// A payload refused for its names does have such a twin or repeat.
+func FuzzVerifyClaimNames(f *testing.F) {
+	k := mustKey(f, AlgEdDSA)
+	v := mustVerifier(f, mustRing(f, k), newClock(t0), WithCacheSize(0))
+	good := claimsJSON(f, t0, nil)
+	f.Add(good)
+	f.Add(claimsJSON(f, t0, map[string]any{"epoch": omit{}, "EPOCH": 5}))
+	f.Add(claimsJSON(f, t0, map[string]any{"Epoch": 9}))
+	f.Add(claimsJSON(f, t0, map[string]any{"sub": omit{}, "\u017fub": "node-a"}))
+	f.Add(claimsJSON(f, t0, map[string]any{"ext": map[string]any{"EPOCH": 9}, "jti": "x"}))
+	f.Add(`{"epoch":9,` + good[1:])
+	f.Add(strings.Replace(good, `"res"`, `"\u0072es"`, 1))
+	f.Add(strings.Replace(good, `"res"`, `"\u0052es"`, 1))
+	f.Add(`[` + good + `]`)
+
+	f.Fuzz(func(t *testing.T, payload string) {
+		c, err := v.VerifyClaims(signWith(t, k, payload))
+		members, odd := exactMembers(payload)
+		if err != nil {
+			if !errors.Is(err, ErrUnauthenticated) {
+				t.Fatalf("error %q does not wrap ErrUnauthenticated", err)
+			}
+			if msg := err.Error(); (strings.Contains(msg, "only in case") || strings.Contains(msg, "more than once")) && odd == "" {
+				t.Fatalf("refused for its claim names (%v), but it has no twin or repeat: %q", err, payload)
+			}
+			return
+		}
+		if odd != "" {
+			t.Fatalf("verified despite %s: %q → %+v", odd, payload, c)
+		}
+		var (
+			epoch    int64
+			sub, res string
+			iat, exp jwt.NumericDate
+		)
+		for name, dst := range map[string]any{"epoch": &epoch, "sub": &sub, "res": &res, "iat": &iat, "exp": &exp} {
+			if err := json.Unmarshal(members[name], dst); err != nil {
+				t.Fatalf("verified, but member %s does not decode alone: %v: %q", name, err, payload)
+			}
+		}
+		if c.Epoch != epoch || c.Holder != sub || c.Resource != res || !c.IssuedAt.Equal(iat.Time) || !c.Expires.Equal(exp.Time) {
+			t.Fatalf("claims %+v, but the exact members say epoch %d sub %q res %q iat %v exp %v: %q",
+				c, epoch, sub, res, iat.Time, exp.Time, payload)
+		}
+	})
+}
+
+// exactMembers reads the top-level members of the JSON object payload by
+// their exact names (the last of a repeat), and says what makes its names
+// odd for a Verifier: a name that matches a read claim only by case
+// folding, or a read claim given twice ("" when neither).
+func exactMembers(payload string) (map[string]json.RawMessage, string) {
+	dec := json.NewDecoder(strings.NewReader(payload))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, ""
+	}
+	members := map[string]json.RawMessage{}
+	odd := ""
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, odd
+		}
+		name, _ := tok.(string)
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, odd
+		}
+		for _, claim := range claimNames {
+			if name != claim && strings.EqualFold(name, claim) {
+				odd = "a case twin of " + claim
+			}
+		}
+		if _, dup := members[name]; dup && slices.Contains(claimNames[:], name) {
+			odd = name + " given twice"
+		}
+		members[name] = raw
+	}
+	return members, odd
 }

@@ -59,6 +59,12 @@ func WithCacheSize(n int) VerifierOption {
 //   - its "kid" names a key of the keyring and its "alg" equals that key's
 //     algorithm (so "none", an algorithm switch and an HS256 token made with
 //     a public key are refused), and the signature verifies with that key;
+//   - its claims are a JSON object in which each claim the Verifier reads
+//     (iss, sub, aud, res, epoch, iat, exp, nbf) appears at most once and
+//     under its exact name: a member whose name differs from one of them
+//     only in case ("EPOCH", "Epoch", or a Unicode case twin such as
+//     "\u017fub" for sub) is refused, never read as that claim; other
+//     members are ignored;
 //   - exp and iat are present, exp is after iat, now < exp + leeway and
 //     iat <= now + leeway (a token issued in the future beyond the leeway is
 //     refused); nbf, if present, is <= now + leeway;
@@ -68,9 +74,22 @@ func WithCacheSize(n int) VerifierOption {
 //     non-empty strings.
 //
 // Every refusal wraps ErrUnauthenticated and names the failed check; a token
-// that cannot be parsed also wraps tokens.ErrMalformedToken. Errors never
-// echo the token. The resource a token names is not checked against the
-// route: that is the caller's job.
+// that cannot be parsed also wraps tokens.ErrMalformedToken. Claims that do
+// not decode — of the wrong type, a case twin or a repeat of a claim read —
+// are such a parse failure, found before the signature is checked and
+// refused whoever signed them. Errors never echo the token. The resource a
+// token names is not checked against the route: that is the caller's job.
+//
+// Clocks: exp, iat and nbf are compared with the Verifier's clock, with the
+// leeway on each side. A token whose iat lies beyond the leeway in the
+// future comes from a signer whose clock runs ahead, or one that lies about
+// when it signed; it is refused, as an expired one is. This decides only
+// whether a token is accepted, never who leads or which epoch is current
+// (the store decides that, on its own clock), and it fails closed: a
+// replica whose clock lags the signing replica's by more than the leeway
+// refuses that replica's fresh tokens (401) for the difference and admits
+// nothing it would not have admitted otherwise. Keep the clocks of replicas
+// that sign and verify one another's tokens within the leeway (NTP).
 //
 // Verified tokens are cached (only successes) until exp + leeway, keyed by
 // the exact token string; a cached token past that deadline is verified
@@ -120,9 +139,7 @@ func NewVerifier(r *Keyring, issuer, audience string, opts ...VerifierOption) (*
 	v.parser = jwt.NewParser(
 		jwt.WithValidMethods(slices.Clone(r.algs)),
 		jwt.WithExpirationRequired(),
-		// No check of iat against this replica's clock: the signing
-		// replica's clock may run ahead, and a replica's clock must not
-		// decide whether a write is fenced. exp bounds a leaked token.
+		jwt.WithIssuedAt(), // iat <= now + leeway: see "Clocks" on Verifier
 		jwt.WithIssuer(issuer),
 		jwt.WithAudience(audience),
 		jwt.WithLeeway(cfg.leeway),
@@ -292,8 +309,11 @@ func malformedReason(err error) string {
 		b64Err  base64.CorruptInputError
 		synErr  *json.SyntaxError
 		typeErr *json.UnmarshalTypeError
+		nameErr *claimError
 	)
 	switch {
+	case errors.As(err, &nameErr):
+		return nameErr.reason
 	case errors.As(err, &b64Err):
 		return "a segment is not strict base64url without padding"
 	case errors.As(err, &synErr):

@@ -145,6 +145,11 @@ func TestVerifyRefuses(t *testing.T) {
 		return signRaw(t, jwt.SigningMethodHS256, secret, header("HS256", kid), payload)
 	}
 	claims := func(o map[string]any) string { return signWith(t, ed, claimsJSON(t, t0, o)) }
+	// prepend signs the claims of o with the members in raw written first,
+	// so that a claim can be given twice.
+	prepend := func(raw string, o map[string]any) string {
+		return signWith(t, ed, "{"+raw+","+claimsJSON(t, t0, o)[1:])
+	}
 	expiredAt := t0.Add(-testLifetime - DefaultLeeway - time.Second)
 
 	cases := []refusal{
@@ -169,6 +174,8 @@ func TestVerifyRefuses(t *testing.T) {
 		{name: "numeric kid", token: signRaw(t, jwt.SigningMethodEdDSA, ed.signer, `{"alg":"EdDSA","kid":7}`, payload), reason: `no "kid"`},
 		{name: "crit header", token: signRaw(t, jwt.SigningMethodEdDSA, ed.signer, `{"alg":"EdDSA","kid":"`+ed.ID+`","crit":["b64"],"b64":false}`, payload), reason: `"crit"`},
 		{name: "expired", token: signWith(t, ed, claimsJSON(t, expiredAt, nil)), reason: "token expired"},
+		{name: "iat in the future beyond the leeway", token: claims(map[string]any{"iat": t0.Add(DefaultLeeway + time.Second).Unix(),
+			"exp": t0.Add(time.Hour).Unix()}), reason: "iat in the future"},
 		{name: "nbf in the future", token: claims(map[string]any{"nbf": t0.Add(DefaultLeeway + time.Second).Unix()}), reason: "nbf in the future"},
 		{name: "wrong issuer", token: claims(map[string]any{"iss": "mallory"}), reason: "wrong issuer"},
 		{name: "issuer differs in case", token: claims(map[string]any{"iss": "FenceGW"}), reason: "wrong issuer"},
@@ -193,6 +200,23 @@ func TestVerifyRefuses(t *testing.T) {
 		{name: "empty res", token: claims(map[string]any{"res": ""}), reason: "res missing"},
 		{name: "res not a string", token: claims(map[string]any{"res": 5}), malformed: true, reason: "res"},
 		{name: "missing sub", token: claims(map[string]any{"sub": omit{}}), reason: "sub missing"},
+		// Claim names are exact: a case twin is refused, never read.
+		{name: "EPOCH for epoch", token: claims(map[string]any{"epoch": omit{}, "EPOCH": 5}), malformed: true, reason: "differs from epoch only in case"},
+		{name: "Epoch beside epoch", token: claims(map[string]any{"epoch": 1, "Epoch": 9}), malformed: true, reason: "differs from epoch only in case"},
+		{name: "epoch given twice", token: prepend(`"epoch":9`, nil), malformed: true, reason: "claim epoch appears more than once"},
+		{name: "epoch given twice, same value", token: prepend(`"epoch":7`, nil), malformed: true, reason: "claim epoch appears more than once"},
+		{name: "res given twice", token: prepend(`"res":"other"`, nil), malformed: true, reason: "claim res appears more than once"},
+		{name: "exp given twice", token: prepend(`"exp":`+itoa(t0.Add(time.Hour).Unix()), nil), malformed: true, reason: "claim exp appears more than once"},
+		{name: "RES for res", token: claims(map[string]any{"res": omit{}, "RES": "invoice-sweeper"}), malformed: true, reason: "differs from res only in case"},
+		{name: "Sub beside sub", token: claims(map[string]any{"Sub": "node-b"}), malformed: true, reason: "differs from sub only in case"},
+		{name: "long-s twin of sub", token: claims(map[string]any{"sub": omit{}, "\u017fub": "node-a"}), malformed: true, reason: "differs from sub only in case"},
+		{name: "EXP for exp", token: claims(map[string]any{"exp": omit{}, "EXP": t0.Add(time.Minute).Unix()}), malformed: true, reason: "differs from exp only in case"},
+		{name: "Iat beside iat", token: claims(map[string]any{"Iat": t0.Unix()}), malformed: true, reason: "differs from iat only in case"},
+		{name: "NBF in the future", token: claims(map[string]any{"NBF": t0.Add(time.Hour).Unix()}), malformed: true, reason: "differs from nbf only in case"},
+		{name: "ISS beside iss", token: claims(map[string]any{"ISS": "mallory"}), malformed: true, reason: "differs from iss only in case"},
+		{name: "AUD for aud", token: claims(map[string]any{"aud": omit{}, "AUD": testAudience}), malformed: true, reason: "differs from aud only in case"},
+		{name: "claims a JSON array", token: signWith(t, ed, `[{"epoch":7}]`), malformed: true, reason: "JSON object"},
+		{name: "claims a JSON string", token: signWith(t, ed, `"epoch"`), malformed: true, reason: "JSON object"},
 		{name: "several failures at once", token: claims(map[string]any{"sub": "", "res": "", "epoch": 0}), reason: "sub missing or empty, res missing or empty, epoch missing or not positive"},
 		{name: "empty", token: "", malformed: true, reason: "empty token"},
 		{name: "one segment", token: "abcdefgh", malformed: true, reason: "segments"},
@@ -261,8 +285,10 @@ func TestVerifyLeeway(t *testing.T) {
 		ok   bool
 		name string
 	}{
+		{t0, true, "at iat"},
 		{t0.Add(-DefaultLeeway), true, "iat ahead of the clock by the leeway"},
-		{t0.Add(-time.Minute), true, "iat ahead of the clock: another replica's clock may run ahead"},
+		{t0.Add(-DefaultLeeway - time.Nanosecond), false, "iat ahead of the clock beyond the leeway"},
+		{t0.Add(-time.Minute), false, "iat a minute ahead: the signer's clock runs ahead"},
 		{exp.Add(-time.Nanosecond), true, "just before exp"},
 		{exp.Add(DefaultLeeway - time.Nanosecond), true, "after exp within the leeway"},
 		{exp.Add(DefaultLeeway), false, "exp + leeway"},
@@ -274,10 +300,60 @@ func TestVerifyLeeway(t *testing.T) {
 		}
 	}
 
+	clock.Set(t0.Add(-DefaultLeeway - time.Second))
+	if _, err := v.VerifyClaims(tok); !errors.Is(err, ErrUnauthenticated) || errors.Is(err, tokens.ErrMalformedToken) ||
+		!strings.Contains(err.Error(), "iat in the future") {
+		t.Errorf("iat beyond the leeway: err = %v, want unauthenticated: iat in the future", err)
+	}
+
 	strict := mustVerifier(t, r, clock, WithCacheSize(0), WithLeeway(0))
 	clock.Set(exp)
 	if _, err := strict.VerifyClaims(tok); err == nil || !strings.Contains(err.Error(), "expired") {
 		t.Errorf("zero leeway at exp: err = %v, want expired", err)
+	}
+	clock.Set(t0.Add(-time.Nanosecond))
+	if _, err := strict.VerifyClaims(tok); err == nil || !strings.Contains(err.Error(), "iat in the future") {
+		t.Errorf("zero leeway before iat: err = %v, want iat in the future", err)
+	}
+	clock.Set(t0)
+	if _, err := strict.VerifyClaims(tok); err != nil {
+		t.Errorf("zero leeway at iat: %v", err)
+	}
+
+	// A cached verifier refuses a token from the future too, and accepts it
+	// once the clock reaches it: a refusal is never cached.
+	cached := mustVerifier(t, r, clock)
+	clock.Set(t0.Add(-DefaultLeeway - time.Second))
+	if _, err := cached.VerifyClaims(tok); err == nil {
+		t.Error("cached verifier accepted a token from the future")
+	}
+	clock.Set(t0)
+	if _, err := cached.VerifyClaims(tok); err != nil {
+		t.Errorf("cached verifier, at iat: %v", err)
+	}
+}
+
+// TestVerifyClaimNamesExact: members that merely resemble a claim, or spell
+// it with escapes, are not case twins; the token verifies and the claims
+// come from the exact names.
+func TestVerifyClaimNamesExact(t *testing.T) {
+	k := mustKey(t, AlgEdDSA)
+	v := mustVerifier(t, mustRing(t, k), newClock(t0), WithCacheSize(0))
+	for name, payload := range map[string]string{
+		"unknown members":         claimsJSON(t, t0, map[string]any{"epochs": 9, "EPOCHX": 9, "jti": "x", "Jti": "y", "res_": "z"}),
+		"escaped exact name":      strings.Replace(claimsJSON(t, t0, nil), `"epoch"`, `"\u0065poch"`, 1),
+		"case twin of no claim":   claimsJSON(t, t0, map[string]any{"Foo": 1, "foo": 2}),
+		"unknown member repeated": "{" + `"x":1,"x":2,` + claimsJSON(t, t0, nil)[1:],
+		"nested case twins":       claimsJSON(t, t0, map[string]any{"ext": map[string]any{"EPOCH": 9, "epoch": 8}}),
+	} {
+		c, err := v.VerifyClaims(signWith(t, k, payload))
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if c.Epoch != 7 || c.Resource != "invoice-sweeper" || c.Holder != "node-a" {
+			t.Errorf("%s: claims %+v, want epoch 7 for node-a on invoice-sweeper", name, c)
+		}
 	}
 }
 
