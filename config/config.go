@@ -73,6 +73,9 @@ type Telemetry struct {
 	// AuditSize is how many recent refusals each replica keeps for
 	// GET /v1/audit/rejections.
 	AuditSize int `yaml:"audit_size"`
+	// Pprof serves Go's profiles under /debug/pprof/ on the control API
+	// (an admin key when api_keys are set; loopback only otherwise).
+	Pprof bool `yaml:"pprof"`
 }
 
 // Signing configures signed tokens.

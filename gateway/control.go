@@ -36,6 +36,10 @@ type ControlOptions struct {
 	Observer *Observer
 	// Metrics serves GET /metrics; nil serves 404.
 	Metrics http.Handler
+	// Pprof serves Go's runtime profiles under /debug/pprof/ to admin
+	// keys (to every caller without keys, when the control API serves on
+	// loopback only).
+	Pprof bool
 	// Draining, once true, makes /readyz answer 503 so load balancers stop
 	// sending traffic while in-flight requests finish.
 	Draining *atomic.Bool
@@ -124,6 +128,9 @@ func NewControlRouter(o ControlOptions) chi.Router {
 		r.Use(o.Keys.requireKey(func(k *APIKey, _ *http.Request) bool { return k.Admin }))
 		r.Get("/v1/fences/{resource}", c.getFence)
 		r.Get("/v1/audit/rejections", c.rejections)
+		if o.Pprof {
+			mountPprof(r)
+		}
 	})
 	return r
 }

@@ -39,7 +39,7 @@ func TestControlAPIMatchesSpec(t *testing.T) {
 		t.Fatal(err)
 	}
 	var served []string
-	h := gateway.NewControlRouter(gateway.ControlOptions{Metrics: http.NotFoundHandler()})
+	h := gateway.NewControlRouter(gateway.ControlOptions{Metrics: http.NotFoundHandler(), Pprof: true})
 	err = chi.Walk(h, func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
 		served = append(served, method+" "+route)
 		return nil

@@ -134,7 +134,8 @@ func New(ctx context.Context, c config.Config, o Options) (s *Server, err error)
 		metrics = o.Telemetry.MetricsHandler()
 	}
 	s.control = gateway.NewControlAPI(gateway.ControlOptions{Fence: s.fence, Logger: s.log, Issuer: s.auth,
-		JWKS: s.auth.Keys.JWKS, Keys: apiKeys(c), Observer: s.obs, Metrics: metrics, Draining: &s.draining})
+		JWKS: s.auth.Keys.JWKS, Keys: apiKeys(c), Observer: s.obs, Metrics: metrics, Draining: &s.draining,
+		Pprof: c.Telemetry.Pprof})
 	return s, nil
 }
 
