@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"time"
 
-	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
@@ -55,6 +54,7 @@ type Observer struct {
 	leaseTakeovers     metric.Int64Counter
 	leaseRenewFailures metric.Int64Counter
 	leaseReleases      metric.Int64Counter
+	http               *httpMetrics
 }
 
 // NewObserver builds an Observer. Nil providers observe nothing; a nil
@@ -84,31 +84,13 @@ func NewObserver(tp trace.TracerProvider, mp metric.MeterProvider, prop propagat
 	o.leaseRenewFailures, errs[4] = m.Int64Counter("fencegw.lease.renew_failures",
 		metric.WithDescription("Refused or failed lease renewals."))
 	o.leaseReleases, errs[5] = m.Int64Counter("fencegw.lease.releases", metric.WithDescription("Lease releases."))
+	o.http, errs[6] = newHTTPMetrics(m)
 	for _, err := range errs {
 		if err != nil {
 			return nil, fmt.Errorf("gateway metrics: %w", err)
 		}
 	}
 	return o, nil
-}
-
-// serverHandler wraps h in a server span per request, named by operation
-// until the route is known, with the client's trace context and baggage.
-func (o *Observer) serverHandler(h http.Handler, operation string) http.Handler {
-	return otelhttp.NewHandler(h, operation,
-		otelhttp.WithTracerProvider(o.TracerProvider),
-		otelhttp.WithMeterProvider(o.MeterProvider),
-		otelhttp.WithPropagators(o.Propagator),
-		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method }))
-}
-
-// Transport wraps base in client spans that carry the trace context and
-// baggage to the upstream.
-func (o *Observer) Transport(base http.RoundTripper) http.RoundTripper {
-	return otelhttp.NewTransport(base,
-		otelhttp.WithTracerProvider(o.TracerProvider),
-		otelhttp.WithMeterProvider(o.MeterProvider),
-		otelhttp.WithPropagators(o.Propagator))
 }
 
 // span starts an internal child span of ctx's span.
