@@ -1,8 +1,11 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"time"
@@ -31,7 +34,7 @@ type Options struct {
 // New returns the proxy handler: on connections of a GuardListener the
 // answer to requests that broke framing (see guarded), then path check and
 // route matching, the body limit, the fencing decision, the exchange
-// deadline and the reverse proxy, in that order. Every method reaches the
+// deadline, small bodies read whole, and the reverse proxy, in that order. Every method reaches the
 // chain; routes decide which are fenced.
 func New(o Options) http.Handler {
 	if o.Logger == nil {
@@ -44,6 +47,7 @@ func New(o Options) http.Handler {
 		o.Observer = mustObserver()
 	}
 	var h http.Handler = NewProxy(o.Observer.Transport(routeTransport{o.Transport}), o.Logger)
+	h = smallBodies(proxyErrorHandler(o.Logger))(h)
 	if o.UpstreamTimeout > 0 {
 		h = Deadline(o.UpstreamTimeout)(h)
 	}
@@ -101,6 +105,41 @@ func LimitBody(max int64) func(http.Handler) http.Handler {
 			if r.Body != nil && r.Body != http.NoBody {
 				r.Body = http.MaxBytesReader(w, r.Body, max)
 			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// SmallBodyMax is the largest body of known length read whole before it is
+// forwarded (see smallBodies).
+const SmallBodyMax = 4 << 10
+
+// smallBodies is middleware that reads a body of known length up to
+// SmallBodyMax before the proxy forwards the request, so its head and body
+// reach the upstream in one write instead of two; larger bodies, and
+// bodies of unknown length, stream. A body that cannot be read whole (the
+// client went away, broke framing, was too slow) is answered by fail as
+// the proxy would answer it, and nothing is forwarded.
+func smallBodies(fail func(http.ResponseWriter, *http.Request, error)) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.ContentLength <= 0 || r.ContentLength > SmallBodyMax || r.Body == nil {
+				next.ServeHTTP(w, r)
+				return
+			}
+			b := make([]byte, r.ContentLength)
+			if _, err := io.ReadFull(r.Body, b); err != nil {
+				if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+					err = fmt.Errorf("the client sent %d bytes less than its Content-Length: %w", len(b), err)
+				}
+				if ctxErr := r.Context().Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
+					err = fmt.Errorf("%w: %w", ctxErr, err)
+				}
+				fail(w, r, err)
+				return
+			}
+			// An in-memory body: net/http writes it with the head.
+			r.Body = io.NopCloser(bytes.NewReader(b))
 			next.ServeHTTP(w, r)
 		})
 	}
