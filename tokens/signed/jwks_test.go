@@ -99,4 +99,3 @@ func TestJWKS(t *testing.T) {
 		t.Errorf("HS256-only JWKS = %s, %v", onlyHS, err)
 	}
 }
-
