@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -125,6 +126,56 @@ func (c *Cluster) Restart() error {
 		return err
 	}
 	return c.srv.start()
+}
+
+// RestartAsStandby restarts an owned server as a hot standby (of no
+// primary): it keeps everything committed before the call, accepts
+// read-only connections, and reports pg_is_in_recovery() until Promote. It
+// fails for an external server.
+func (c *Cluster) RestartAsStandby() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.ownedOpen(); err != nil {
+		return err
+	}
+	// stop checkpoints first, which also logs the snapshot of running
+	// transactions a hot standby needs before it accepts connections.
+	if err := c.srv.stop(true); err != nil {
+		return err
+	}
+	signal := filepath.Join(c.srv.dataDir, "standby.signal")
+	if err := os.WriteFile(signal, nil, 0o600); err != nil {
+		return fmt.Errorf("testpg: %w", err)
+	}
+	if err := c.srv.chown(signal); err != nil {
+		return err
+	}
+	return c.srv.start()
+}
+
+// Promote ends the recovery RestartAsStandby began and returns once the
+// server accepts writes. It fails for an external server.
+func (c *Cluster) Promote() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.ownedOpen(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 70*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, c.adminDSN)
+	if err != nil {
+		return fmt.Errorf("testpg: promote: %w", err)
+	}
+	defer conn.Close(context.Background())
+	var promoted bool
+	if err := conn.QueryRow(ctx, "SELECT pg_promote(true, 60)").Scan(&promoted); err != nil {
+		return fmt.Errorf("testpg: promote: %w", err)
+	}
+	if !promoted {
+		return errors.New("testpg: promote: not promoted within 60s")
+	}
+	return nil
 }
 
 func (c *Cluster) ownedOpen() error {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/fencegw/fencegw/internal/pgprimary"
 	"github.com/fencegw/fencegw/tokens/source"
 )
 
@@ -42,7 +43,7 @@ func Open(ctx context.Context, o Options) (*Source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgsource: DSN: %w", err)
 	}
-	requirePrimary(cfg.ConnConfig)
+	pgprimary.Require(cfg.ConnConfig)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("pgsource: %w", err)
