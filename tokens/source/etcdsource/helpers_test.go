@@ -9,6 +9,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
+	"github.com/fencegw/fencegw/tokens"
 	"github.com/fencegw/fencegw/tokens/source"
 )
 
@@ -118,16 +119,17 @@ func mustLeader(t *testing.T, s source.Source, resource string, want source.Lead
 }
 
 // mustCheck reads the leader and checks presented against it: want is
-// admit, ahead or a source.StaleReason.
+// admit, ahead, superseded or a source reason.
 func mustCheck(t *testing.T, s source.Source, resource string, presented int64, want string) {
 	t.Helper()
 	err := source.Check(current(t, s, resource), resource, presented)
-	var stale *source.StaleError
-	var ah *source.AheadError
+	var stale *tokens.StaleEpochError
+	var ah *tokens.EpochNotIssuedError
 	switch {
 	case want == admit && err == nil:
 	case want == ahead && errors.As(err, &ah):
-	case errors.As(err, &stale) && string(stale.Reason) == want:
+	case want == superseded && errors.As(err, &stale) && stale.Reason == "":
+	case errors.As(err, &stale) && stale.Reason != "" && stale.Reason == want:
 	default:
 		t.Fatalf("Check(%s, %d) = %v, want %q", resource, presented, err, want)
 	}
@@ -136,6 +138,6 @@ func mustCheck(t *testing.T, s source.Source, resource string, presented int64, 
 const (
 	admit      = ""
 	ahead      = "ahead"
-	superseded = string(source.ReasonSuperseded)
-	noLeader   = string(source.ReasonNoLeader)
+	superseded = "superseded"
+	noLeader   = source.ReasonNoLeader
 )

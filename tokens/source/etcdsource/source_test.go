@@ -22,7 +22,7 @@ func TestElectionTimeline(t *testing.T) {
 	cli := c.Client(t)
 	src := etcdsource.New(cli)
 	view := src.ForPrefix(prefix)
-	coalesced := source.Coalesce(src.ForPrefix(prefix))
+	coalesced := source.Coalesce(src.ForPrefix(prefix), 10*time.Second)
 
 	mustLeader(t, view, "report-generator", source.Leader{})
 	mustCheck(t, view, "report-generator", 1, noLeader)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/fencegw/fencegw/tokens"
 	"github.com/fencegw/fencegw/tokens/source"
 	"github.com/fencegw/fencegw/tokens/source/pgsource"
 )
@@ -116,17 +117,18 @@ func mustLeader(t *testing.T, s source.Source, resource string, want source.Lead
 	}
 }
 
-// mustCheck reads the leader and checks presented against it: want is nil,
-// a source.StaleReason, or "ahead".
+// mustCheck reads the leader and checks presented against it: want is
+// admit, ahead, superseded or a source reason.
 func mustCheck(t *testing.T, s source.Source, resource string, presented int64, want string) {
 	t.Helper()
 	err := source.Check(current(t, s, resource), resource, presented)
-	var stale *source.StaleError
-	var ahead *source.AheadError
+	var stale *tokens.StaleEpochError
+	var ah *tokens.EpochNotIssuedError
 	switch {
-	case want == "" && err == nil:
-	case want == "ahead" && errors.As(err, &ahead):
-	case errors.As(err, &stale) && string(stale.Reason) == want:
+	case want == admit && err == nil:
+	case want == ahead && errors.As(err, &ah):
+	case want == superseded && errors.As(err, &stale) && stale.Reason == "":
+	case errors.As(err, &stale) && stale.Reason != "" && stale.Reason == want:
 	default:
 		t.Fatalf("Check(%s, %d) = %v, want %q", resource, presented, err, want)
 	}
@@ -135,7 +137,7 @@ func mustCheck(t *testing.T, s source.Source, resource string, presented int64, 
 const (
 	admit      = ""
 	ahead      = "ahead"
-	superseded = string(source.ReasonSuperseded)
-	lapsed     = string(source.ReasonLapsed)
-	noLeader   = string(source.ReasonNoLeader)
+	superseded = "superseded"
+	lapsed     = source.ReasonLapsed
+	noLeader   = source.ReasonNoLeader
 )

@@ -19,7 +19,7 @@ func TestSeedTimeline(t *testing.T) {
 	lease := client(t, dsn)
 	exec(t, lease, seedDDL)
 	direct := open(t, pgsource.Options{DSN: dsn})
-	coalesced := source.Coalesce(open(t, pgsource.Options{DSN: dsn}))
+	coalesced := source.Coalesce(open(t, pgsource.Options{DSN: dsn}), 10*time.Second)
 	defer coalesced.Close()
 	const r = "invoice-sweeper"
 
