@@ -3,7 +3,6 @@ package etcdclient_test
 import (
 	"context"
 	"errors"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -65,9 +64,27 @@ func TestOpen(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
-	defer cli.Close()
+	defer cli.Close() // again, harmless; the test closes it through a Handle
 	if _, err := cli.Put(ctx, "k", "v"); err != nil {
 		t.Fatalf("Put: %v", err)
+	}
+
+	// A borrowed client outlives its Handle; an owned one does not.
+	for _, h := range []*etcdclient.Handle{etcdclient.Borrowed(cli), etcdclient.Owned(cli)} {
+		if h.Closed() {
+			t.Fatal("a new Handle is closed")
+		}
+		for range 2 {
+			if err := h.Close(); err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+		}
+		if !h.Closed() {
+			t.Fatal("Closed() = false after Close")
+		}
+	}
+	if _, err := cli.Put(ctx, "k", "v"); err == nil {
+		t.Fatal("the client still works after its owning Handle closed")
 	}
 }
 
@@ -75,15 +92,8 @@ func TestOpen(t *testing.T) {
 // DialTimeout, in plaintext and over TLS (a plaintext member cannot complete
 // a TLS handshake), naming the endpoint.
 func TestOpenUnreachable(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := l.Addr().String()
-	l.Close() // nothing listens there now
 	c := testetcd.Start(t, 1)
-
-	for _, ep := range []string{closed, "https://" + strings.TrimPrefix(c.Endpoints()[0], "http://")} {
+	for _, ep := range []string{testetcd.Unreachable(t), "https://" + strings.TrimPrefix(c.Endpoints()[0], "http://")} {
 		o := etcdclient.Options{Endpoints: []string{ep}, DialTimeout: 500 * time.Millisecond}
 		start := time.Now()
 		err := open(o)

@@ -60,7 +60,7 @@ func (s *Store) Acquire(ctx context.Context, name, holder string, ttl time.Durat
 	if err := tokens.ValidateTTL(ttl); err != nil {
 		return tokens.Grant{}, err
 	}
-	if s.closed.Load() {
+	if s.conn.Closed() {
 		return tokens.Grant{}, unavailable(op, name, ErrClosed)
 	}
 	st, err := s.readState(ctx, name, true)
@@ -202,7 +202,7 @@ func (s *Store) Renew(ctx context.Context, name, holder string, epoch int64, by 
 	if err := validateHolderEpoch(name, holder, epoch, by); err != nil {
 		return tokens.Lease{}, err
 	}
-	if s.closed.Load() {
+	if s.conn.Closed() {
 		return tokens.Lease{}, unavailable(op, name, ErrClosed)
 	}
 	st, err := s.readState(ctx, name, false)
@@ -251,7 +251,7 @@ func (s *Store) Release(ctx context.Context, name, holder string, epoch int64, b
 	if err := validateHolderEpoch(name, holder, epoch, by); err != nil {
 		return err
 	}
-	if s.closed.Load() {
+	if s.conn.Closed() {
 		return unavailable(op, name, ErrClosed)
 	}
 	st, err := s.readState(ctx, name, false)
@@ -283,7 +283,7 @@ func (s *Store) Lease(ctx context.Context, name string) (tokens.Lease, error) {
 	if err := tokens.ValidateResource(name); err != nil {
 		return tokens.Lease{}, err
 	}
-	if s.closed.Load() {
+	if s.conn.Closed() {
 		return tokens.Lease{}, unavailable(op, name, ErrClosed)
 	}
 	st, err := s.readState(ctx, name, false)

@@ -51,7 +51,5 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	case err != nil:
 		return nil, unavailable("open", "", err)
 	}
-	s := New(cli, prefix)
-	s.owned = true
-	return s, nil
+	return newStore(etcdclient.Owned(cli), prefix), nil
 }

@@ -3,8 +3,6 @@ package etcdsource
 import (
 	"context"
 	"fmt"
-	"sync"
-	"sync/atomic"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -25,12 +23,7 @@ type Options = etcdclient.Options
 // the resource name as the election prefix; ForPrefix gives a Source bound
 // to one prefix. It is safe for concurrent use.
 type Source struct {
-	cli   *clientv3.Client
-	owned bool // Close closes cli
-
-	closed    atomic.Bool
-	closeOnce sync.Once
-	closeErr  error
+	conn *etcdclient.Handle // owned when the Source came from Open
 }
 
 // Open connects to the cluster described by o and returns a Source that
@@ -47,26 +40,16 @@ func Open(ctx context.Context, o Options) (*Source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("etcdsource: %w", err)
 	}
-	s := New(cli)
-	s.owned = true
-	return s, nil
+	return &Source{conn: etcdclient.Owned(cli)}, nil
 }
 
 // New returns a Source that reads through c. The caller keeps ownership of
 // c: Close does not close it.
 func New(c *clientv3.Client) *Source {
-	return &Source{cli: c}
+	return &Source{conn: etcdclient.Borrowed(c)}
 }
 
 // Close makes Current fail with source.ErrClosed on s and on every Source
 // ForPrefix returned, and closes the client if Open created it. It may be
 // called more than once and returns the first call's error.
-func (s *Source) Close() error {
-	s.closeOnce.Do(func() {
-		s.closed.Store(true)
-		if s.owned {
-			s.closeErr = s.cli.Close()
-		}
-	})
-	return s.closeErr
-}
+func (s *Source) Close() error { return s.conn.Close() }

@@ -38,13 +38,13 @@ func (s *Source) ForPrefix(prefix string) source.Source {
 // with the lowest create revision, by a linearizable Get. Errors are about
 // resource.
 func (s *Source) leader(ctx context.Context, resource, prefix string) (source.Leader, error) {
-	if s.closed.Load() {
+	if s.conn.Closed() {
 		return source.Leader{}, source.Unavailable(resource, fmt.Errorf("etcdsource: %w", source.ErrClosed))
 	}
 	if prefix == "" {
 		return source.Leader{}, source.Unavailable(resource, fmt.Errorf("etcdsource: %w", ErrEmptyPrefix))
 	}
-	resp, err := s.cli.Get(ctx, prefix+"/", clientv3.WithFirstCreate()...)
+	resp, err := s.conn.Client.Get(ctx, prefix+"/", clientv3.WithFirstCreate()...)
 	if err != nil {
 		return source.Leader{}, source.Unavailable(resource, fmt.Errorf("etcdsource: read leader of election %q: %w", prefix, err))
 	}
