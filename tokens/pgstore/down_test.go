@@ -12,14 +12,22 @@ import (
 	"github.com/fencegw/fencegw/tokens/pgstore"
 )
 
-// TestStoreDown stops the server under an open store: every operation fails
-// as unavailable within its context, and the same store recovers once the
-// server is back.
-func TestStoreDown(t *testing.T) {
+// ownCluster starts a cluster for t alone and opens a store on a new
+// database of it, in which resource "r" is at HWM 5.
+func ownCluster(t *testing.T) (*testpg.Cluster, string, *pgstore.Store) {
+	t.Helper()
 	cl := testpg.Require(t)
 	dsn := cl.NewDatabase(t)
 	s := open(t, dsn)
 	mustAdvance(t, s, "r", 5)
+	return cl, dsn, s
+}
+
+// TestStoreDown stops the server under an open store: every operation fails
+// as unavailable within its context, and the same store recovers once the
+// server is back.
+func TestStoreDown(t *testing.T) {
+	cl, _, s := ownCluster(t)
 
 	if err := cl.Stop(); err != nil {
 		t.Fatalf("Stop: %v", err)
@@ -55,10 +63,7 @@ func TestStoreDown(t *testing.T) {
 // work again once it is promoted. (That every target_session_attrs setting
 // is refused on a standby is internal/pgprimary's test.)
 func TestStandbyRefused(t *testing.T) {
-	cl := testpg.Require(t)
-	dsn := cl.NewDatabase(t)
-	s := open(t, dsn)
-	mustAdvance(t, s, "r", 5)
+	cl, dsn, s := ownCluster(t)
 
 	if err := cl.RestartAsStandby(); err != nil {
 		t.Fatalf("RestartAsStandby: %v", err)
