@@ -3,7 +3,6 @@ package source
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -60,7 +59,7 @@ func (c *Coalesced) bound(ctx context.Context) (context.Context, context.CancelF
 func (c *Coalesced) Current(ctx context.Context, resource string) (Leader, error) {
 	l, err := c.reads.Do(ctx, resource)
 	if errors.Is(err, coalesce.ErrClosed) {
-		err = fmt.Errorf("coalesced: %w", ErrClosed)
+		err = ErrClosed
 	}
 	if err != nil {
 		return Leader{}, Unavailable(resource, err)

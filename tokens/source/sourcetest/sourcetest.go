@@ -77,6 +77,9 @@ var contract = []struct {
 
 // Run runs the contract suite, each subtest on a backend of its own from h.
 func Run(t *testing.T, h Harness) {
+	if h.Shared == nil || h.Own == nil {
+		t.Fatal("sourcetest: the Harness needs Shared and Own")
+	}
 	for _, c := range contract {
 		t.Run(c.name, func(t *testing.T) { c.run(t, h) })
 	}
