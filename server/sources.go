@@ -25,7 +25,8 @@ type sourceSet struct {
 	opened  []io.Closer
 }
 
-// open opens one route's epoch source; errors name the field.
+// open opens one route's epoch source, coalescing its reads; errors name
+// the field. The source answers checks with the domain's verdicts itself.
 func (o *sourceSet) open(field string, c *config.EpochSource) (tokens.EpochSource, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
 	defer cancel()
@@ -37,19 +38,19 @@ func (o *sourceSet) open(field string, c *config.EpochSource) (tokens.EpochSourc
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", field, err)
 		}
-		o.opened = append(o.opened, ps)
 		s = ps
 	case "etcd":
 		es, err := etcdsource.Open(ctx, etcdsource.Options{Endpoints: c.Endpoints})
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", field, err)
 		}
-		o.opened = append(o.opened, es)
-		s = es.ForPrefix(c.Prefix)
+		s = es.ForPrefix(c.Prefix) // closing the view closes es
 	default:
 		return nil, fmt.Errorf("%s.kind: unknown kind %q", field, c.Kind)
 	}
-	return checker{s: source.Coalesce(s), timeout: o.timeout}, nil
+	cs := source.Coalesce(s, o.timeout)
+	o.opened = append(o.opened, cs)
+	return cs, nil
 }
 
 // Close closes every source the set opened.
@@ -64,42 +65,11 @@ func (o *sourceSet) Close() error {
 
 // retire closes the set once requests that matched its table before a swap
 // can no longer be checking against it: each check is bounded by the
-// set's timeout.
+// set's timeout. A check still waiting then is released with an error
+// wrapping *tokens.UnavailableError (the write fails closed).
 func (o *sourceSet) retire() {
 	if len(o.opened) == 0 {
 		return
 	}
 	time.AfterFunc(2*o.timeout+time.Second, func() { o.Close() })
-}
-
-// checker adapts an epoch source to the fence's verdicts: below the
-// source's epoch (or lapsed) is stale, above it was never issued.
-type checker struct {
-	s       source.Source
-	timeout time.Duration
-}
-
-func (c checker) Check(ctx context.Context, resource string, epoch int64) error {
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	l, err := c.s.Current(ctx, resource)
-	if err != nil {
-		return &tokens.UnavailableError{Op: "epoch source", Resource: resource, Err: err}
-	}
-	err = source.Check(l, resource, epoch)
-	var (
-		stale *source.StaleError
-		ahead *source.AheadError
-	)
-	switch {
-	case errors.As(err, &stale):
-		e := &tokens.StaleEpochError{Resource: resource, Presented: epoch, Current: stale.Current}
-		if stale.Reason != source.ReasonSuperseded {
-			e.Reason = string(stale.Reason)
-		}
-		return e
-	case errors.As(err, &ahead):
-		return &tokens.EpochNotIssuedError{Resource: resource, Presented: epoch, Issued: ahead.Current}
-	}
-	return err
 }

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/fencegw/fencegw/internal/coalesce"
 )
 
 // DefaultMaxCached is the default number of resources whose HWM a Fence
@@ -39,6 +41,10 @@ type Fence struct {
 
 	mu        sync.Mutex
 	resources map[string]*resourceState
+
+	// confirms shares the linearizable reads that confirm an epoch equal
+	// to a cached HWM over a shared store.
+	confirms *coalesce.Group[int64]
 }
 
 // FenceOptions tune a Fence; the zero value picks the defaults.
@@ -57,8 +63,6 @@ type resourceState struct {
 
 	mu    sync.Mutex  // serializes loads and advances over an exclusive store
 	ready atomic.Bool // hwm was loaded from an exclusive store; set under mu
-
-	confirm confirmer
 }
 
 // NewFence returns a Fence over store.
@@ -69,13 +73,15 @@ func NewFence(store Store, o FenceOptions) *Fence {
 	if o.StoreTimeout <= 0 {
 		o.StoreTimeout = DefaultStoreTimeout
 	}
-	return &Fence{
+	f := &Fence{
 		store:     store,
 		exclusive: store.Exclusive(),
 		timeout:   o.StoreTimeout,
 		maxCached: o.MaxCached,
 		resources: make(map[string]*resourceState),
 	}
+	f.confirms = coalesce.New(f.confirmRead)
+	return f
 }
 
 // Store returns the store the Fence decides over.
@@ -175,12 +181,11 @@ func (f *Fence) admitShared(ctx context.Context, st *resourceState, resource str
 		raise(&st.hwm, h)
 		return err
 	}
-	h, err := st.confirm.await(ctx, func() (int64, error) {
-		c, cancel := context.WithTimeout(context.Background(), f.timeout)
-		defer cancel()
-		return f.store.Current(c, resource)
-	})
+	h, err := f.confirms.Do(ctx, resource)
 	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
+			return &UnavailableError{Op: "confirm", Resource: resource, Err: err}
+		}
 		return err
 	}
 	raise(&st.hwm, h)
@@ -197,6 +202,15 @@ func (f *Fence) admitShared(ctx context.Context, st *resourceState, resource str
 		raise(&st.hwm, h)
 		return err
 	}
+}
+
+// confirmRead is one coalesced confirmation: a linearizable read of the
+// store, bounded by the store timeout. Callers that share it may give up
+// earlier; it is cancelled only once all of them have.
+func (f *Fence) confirmRead(ctx context.Context, resource string) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
+	return f.store.Current(ctx, resource)
 }
 
 // admitUncached decides without the cache: one linearizable read, and an

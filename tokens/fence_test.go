@@ -189,6 +189,40 @@ func TestFenceCoalescesConfirmations(t *testing.T) {
 	t.Logf("%d concurrent confirmations took %d store reads", n, s.currents.Load())
 }
 
+// TestFenceConfirmCallerGivesUp: a request whose context ends while its
+// confirmation is in flight is answered at once as unavailable, and a
+// request that arrived during that read is still confirmed, by a read of its
+// own.
+func TestFenceConfirmCallerGivesUp(t *testing.T) {
+	s := newObserved(t, true)
+	f := tokens.NewFence(s, tokens.FenceOptions{})
+	admitted(t, f, "r", 3)
+	s.currents.Store(0)
+	s.gate = make(chan struct{})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	gaveUp := make(chan error, 1)
+	go func() { gaveUp <- f.Admit(ctx, "r", 3) }()
+	for s.currents.Load() != 1 {
+		time.Sleep(time.Millisecond) // until the shared read is in flight
+	}
+	stays := make(chan error, 1)
+	go func() { stays <- f.Admit(context.Background(), "r", 3) }()
+	cancel()
+	var unavailable *tokens.UnavailableError
+	if err := <-gaveUp; !errors.As(err, &unavailable) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("Admit with its context cancelled = %v, want *UnavailableError wrapping context.Canceled", err)
+	}
+	s.gate <- struct{}{} // the read that was in flight when the second arrived
+	s.gate <- struct{}{} // the read that answers it
+	if err := <-stays; err != nil {
+		t.Fatalf("Admit still waiting = %v, want admitted", err)
+	}
+	if c := s.currents.Load(); c != 2 {
+		t.Fatalf("%d store reads, want 2", c)
+	}
+}
+
 func TestFenceBeyondCacheStaysCorrect(t *testing.T) {
 	for _, shared := range []bool{false, true} {
 		t.Run(fmt.Sprintf("shared=%v", shared), func(t *testing.T) {

@@ -32,9 +32,11 @@ type Claims struct {
 // resource, consulted on raw routes that name one.
 type EpochSource interface {
 	// Check returns nil when epoch is the source's current, live epoch for
-	// resource; a *StaleEpochError when epoch is below it (or the leader's
-	// lease lapsed); an *EpochNotIssuedError when epoch is above it; any
-	// other error when the source cannot answer (the caller fails closed).
+	// resource; a *StaleEpochError when epoch is below it, or the leader's
+	// lease lapsed, or there is no leader (Reason says which of the last
+	// two); an *EpochNotIssuedError when epoch is above it; an error
+	// wrapping *UnavailableError when the source cannot answer (the caller
+	// fails closed). Package source implements it for external elections.
 	Check(ctx context.Context, resource string, epoch int64) error
 }
 

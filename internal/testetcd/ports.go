@@ -6,6 +6,7 @@ import (
 	"net"
 	"strings"
 	"syscall"
+	"testing"
 )
 
 // freePorts returns n distinct loopback TCP ports that were free a moment
@@ -34,4 +35,16 @@ func freePorts(n int) ([]int, error) {
 // else holds.
 func isAddrInUse(err error) bool {
 	return errors.Is(err, syscall.EADDRINUSE) || strings.Contains(err.Error(), "address already in use")
+}
+
+// Unreachable returns a loopback "host:port" where nothing listened a
+// moment ago: an endpoint of no cluster, for tests of clients that cannot
+// reach one.
+func Unreachable(tb testing.TB) string {
+	tb.Helper()
+	ports, err := freePorts(1)
+	if err != nil {
+		tb.Fatalf("testetcd: %v", err)
+	}
+	return fmt.Sprintf("127.0.0.1:%d", ports[0])
 }

@@ -319,6 +319,16 @@ func (s *server) stop(keep bool) error {
 	return fmt.Errorf("testpg: postgres did not stop within %v of SIGQUIT; killed\n%s", stopTimeout, tail(s.logPath))
 }
 
+// signalStandby makes the next start of the stopped server a hot standby's:
+// it stays in recovery, read-only, until promoted.
+func (s *server) signalStandby() error {
+	signal := filepath.Join(s.dataDir, "standby.signal")
+	if err := os.WriteFile(signal, nil, 0o600); err != nil {
+		return fmt.Errorf("testpg: %w", err)
+	}
+	return s.chown(signal)
+}
+
 // checkpoint asks the server, best effort, to write out all WAL. The server
 // runs with synchronous_commit=off, so a commit can be acknowledged before
 // its WAL leaves shared memory, and an immediate shutdown would lose it; after

@@ -36,6 +36,14 @@ func CloseShared() {
 	}
 }
 
+// Run runs m's tests, then closes the shared cluster, and returns the code
+// to exit with: TestMain's first step in a package whose tests use Shared.
+func Run(m *testing.M) int {
+	code := m.Run()
+	CloseShared()
+	return code
+}
+
 // Require starts a new owned cluster for tb alone, for tests that Stop and
 // Restart it, and closes it when tb ends. It ignores
 // FENCEGW_TEST_POSTGRES_DSN, so it needs the local server binaries. If the

@@ -104,27 +104,70 @@ func (c *Cluster) Close() error {
 // with synchronous_commit=off and would otherwise lose the latest
 // acknowledged commits. It fails for an external server.
 func (c *Cluster) Stop() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.ownedOpen(); err != nil {
-		return err
-	}
-	return c.srv.stop(true)
+	return c.withOwned(func(srv *server) error { return srv.stop(true) })
 }
 
 // Restart starts an owned server again on the same port and data directory,
 // stopping it first if it is running, and waits until it accepts
 // connections. It fails for an external server.
 func (c *Cluster) Restart() error {
+	return c.withOwned(func(srv *server) error {
+		if err := srv.stop(true); err != nil {
+			return err
+		}
+		return srv.start()
+	})
+}
+
+// RestartAsStandby restarts an owned server as a hot standby (of no
+// primary): it keeps everything committed before the call, accepts
+// read-only connections, and reports pg_is_in_recovery() until Promote. It
+// fails for an external server.
+func (c *Cluster) RestartAsStandby() error {
+	return c.withOwned(func(srv *server) error {
+		// stop checkpoints first, which also logs the snapshot of running
+		// transactions a hot standby needs before it accepts connections.
+		if err := srv.stop(true); err != nil {
+			return err
+		}
+		if err := srv.signalStandby(); err != nil {
+			return err
+		}
+		return srv.start()
+	})
+}
+
+// Promote ends the recovery RestartAsStandby began and returns once the
+// server accepts writes. It fails for an external server.
+func (c *Cluster) Promote() error {
+	return c.withOwned(func(*server) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 70*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, c.adminDSN)
+		if err != nil {
+			return fmt.Errorf("testpg: promote: %w", err)
+		}
+		defer conn.Close(context.Background())
+		var promoted bool
+		if err := conn.QueryRow(ctx, "SELECT pg_promote(true, 60)").Scan(&promoted); err != nil {
+			return fmt.Errorf("testpg: promote: %w", err)
+		}
+		if !promoted {
+			return errors.New("testpg: promote: not promoted within 60s")
+		}
+		return nil
+	})
+}
+
+// withOwned runs fn on the owned server, holding c.mu; it fails for a
+// closed or an external cluster.
+func (c *Cluster) withOwned(fn func(*server) error) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.ownedOpen(); err != nil {
 		return err
 	}
-	if err := c.srv.stop(true); err != nil {
-		return err
-	}
-	return c.srv.start()
+	return fn(c.srv)
 }
 
 func (c *Cluster) ownedOpen() error {

@@ -106,6 +106,22 @@ func TestStopRestart(t *testing.T) {
 		t.Fatalf("second Restart: %v", err)
 	}
 
+	if err := c.RestartAsStandby(); err != nil {
+		t.Fatalf("RestartAsStandby: %v", err)
+	}
+	if v, err := exec1(ctx, dsn, "SELECT pg_is_in_recovery()::int + v FROM t"); err != nil || v != 43 {
+		t.Fatalf("on the standby: %d, %v; want in recovery and 42 kept", v, err)
+	}
+	if _, err := exec1(ctx, dsn, "INSERT INTO t VALUES (1) RETURNING v"); err == nil {
+		t.Fatal("the standby took a write")
+	}
+	if err := c.Promote(); err != nil {
+		t.Fatalf("Promote: %v", err)
+	}
+	if v, err := exec1(ctx, dsn, "INSERT INTO t VALUES (7) RETURNING v + pg_is_in_recovery()::int"); err != nil || v != 7 {
+		t.Fatalf("after Promote: %d, %v; want a write out of recovery", v, err)
+	}
+
 	dir := c.srv.dir
 	if err := c.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
@@ -118,5 +134,8 @@ func TestStopRestart(t *testing.T) {
 	}
 	if err := c.Restart(); err == nil {
 		t.Fatal("Restart after Close succeeded")
+	}
+	if err := c.RestartAsStandby(); err == nil {
+		t.Fatal("RestartAsStandby after Close succeeded")
 	}
 }

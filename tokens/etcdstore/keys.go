@@ -19,7 +19,7 @@ var _ tokens.KeyKeeper = (*Store)(nil)
 // returns the stored key: the first replica's generated key wins, and every
 // replica signs with it. One Txn decides.
 func (s *Store) KeepKey(ctx context.Context, name string, key []byte) ([]byte, error) {
-	if s.closed.Load() {
+	if s.conn.Closed() {
 		return nil, &tokens.UnavailableError{Op: "keep key", Err: ErrClosed}
 	}
 	k := s.prefix + keySub + name

@@ -293,7 +293,7 @@ func (s *Store) readState(ctx context.Context, name string, withEpochs bool) (le
 // read reads the lease's state for op; failures, and a closed Store, are
 // *tokens.UnavailableError.
 func (s *Store) read(ctx context.Context, op, name string, withEpochs bool) (leaseState, error) {
-	if s.closed.Load() {
+	if s.conn.Closed() {
 		return leaseState{}, unavailable(op, name, ErrClosed)
 	}
 	st, err := s.readState(ctx, name, withEpochs)

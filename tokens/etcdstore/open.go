@@ -4,33 +4,27 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
-
-	"github.com/fencegw/fencegw/internal/etcdtls"
+	"github.com/fencegw/fencegw/internal/etcdclient"
 )
 
 // DefaultDialTimeout is the DialTimeout used when Options leaves it zero.
-const DefaultDialTimeout = 5 * time.Second
+const DefaultDialTimeout = etcdclient.DefaultDialTimeout
 
 // Options configures Open. ParseURL builds one from a store URL.
 type Options struct {
-	// Endpoints are client URLs of cluster members: "host:port" or
-	// "http://host:port" for plaintext, "https://host:port" for TLS verified
-	// against the system's root certificates. Either all use TLS or none.
+	// Endpoints are the client URLs of cluster members, all "https://" (TLS
+	// against the system's roots) or none ("host:port", "http://host:port").
 	Endpoints []string
 	// Prefix is prepended verbatim to a resource's name to form its key;
 	// DefaultPrefix if empty. See New.
 	Prefix string
-	// DialTimeout bounds how long Open waits for the cluster (fetching an
-	// auth token, then the first linearizable read); DefaultDialTimeout if
-	// zero. It does not bound later operations: their contexts do.
+	// DialTimeout bounds Open's wait for the cluster: an auth token, then
+	// the first linearizable read. DefaultDialTimeout if zero; a negative
+	// value is refused. Later operations are bounded by their contexts.
 	DialTimeout time.Duration
-	// Username and Password authenticate to etcd's auth system. Set both or
-	// neither.
+	// Username and Password log in to etcd's auth system; both or neither.
 	Username, Password string
 }
 
@@ -42,40 +36,20 @@ type Options struct {
 // Open returns only once the cluster has answered a linearizable read, so a
 // cluster without quorum or out of reach fails Open, with a
 // *tokens.UnavailableError, after DialTimeout or when ctx ends, whichever is
-// first. Invalid options fail with a plain error.
+// first. Invalid options fail with a plain error naming the field.
 func Open(ctx context.Context, o Options) (*Store, error) {
-	if len(o.Endpoints) == 0 {
-		return nil, errors.New("etcdstore: no endpoints")
+	prefix := o.Prefix
+	if prefix == "" {
+		prefix = DefaultPrefix
 	}
-	tlsConfig, err := etcdtls.ForEndpoints(o.Endpoints)
-	if err != nil {
+	cli, err := etcdclient.Open(ctx, etcdclient.Options{Endpoints: o.Endpoints, DialTimeout: o.DialTimeout,
+		Username: o.Username, Password: o.Password}, prefix)
+	var invalid *etcdclient.OptionError
+	switch {
+	case errors.As(err, &invalid):
 		return nil, fmt.Errorf("etcdstore: %w", err)
+	case err != nil:
+		return nil, unavailable("open", "", err)
 	}
-	if (o.Username == "") != (o.Password == "") {
-		return nil, errors.New("etcdstore: username and password must be set together")
-	}
-	timeout := o.DialTimeout
-	if timeout <= 0 {
-		timeout = DefaultDialTimeout
-	}
-	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:   append([]string(nil), o.Endpoints...),
-		DialTimeout: timeout,
-		TLS:         tlsConfig,
-		Username:    o.Username,
-		Password:    o.Password,
-		Logger:      zap.NewNop(),
-	})
-	if err != nil {
-		return nil, unavailable("open", "", fmt.Errorf("connecting to %s: %w", strings.Join(o.Endpoints, ","), err))
-	}
-	s := New(cli, o.Prefix)
-	s.owned = true
-	pctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	if err := s.probe(pctx); err != nil {
-		_ = s.Close()
-		return nil, unavailable("open", "", fmt.Errorf("%s: %w", strings.Join(o.Endpoints, ","), err))
-	}
-	return s, nil
+	return newStore(etcdclient.Owned(cli), prefix), nil
 }

@@ -4,11 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/fencegw/fencegw/internal/etcdclient"
 	"github.com/fencegw/fencegw/tokens"
 )
 
@@ -21,13 +20,9 @@ var ErrClosed = errors.New("etcdstore: store closed")
 
 // Store is a tokens.Store over an etcd cluster. It is safe for concurrent use.
 type Store struct {
-	cli    *clientv3.Client
+	conn   *etcdclient.Handle // owned when the Store came from Open
+	cli    *clientv3.Client   // conn.Client
 	prefix string
-	owned  bool // Close closes cli
-
-	closed    atomic.Bool
-	closeOnce sync.Once
-	closeErr  error
 }
 
 var _ tokens.Store = (*Store)(nil)
@@ -39,10 +34,14 @@ var _ tokens.Store = (*Store)(nil)
 // resource name holds (see the package documentation). c must not be nil;
 // closing the Store does not close it.
 func New(c *clientv3.Client, prefix string) *Store {
+	return newStore(etcdclient.Borrowed(c), prefix)
+}
+
+func newStore(conn *etcdclient.Handle, prefix string) *Store {
 	if prefix == "" {
 		prefix = DefaultPrefix
 	}
-	return &Store{cli: c, prefix: prefix}
+	return &Store{conn: conn, cli: conn.Client, prefix: prefix}
 }
 
 // Current returns the HWM of resource, or 0 if its key is absent, by a
@@ -54,7 +53,7 @@ func (s *Store) Current(ctx context.Context, resource string) (int64, error) {
 	if err := tokens.ValidateResource(resource); err != nil {
 		return 0, err
 	}
-	if s.closed.Load() {
+	if s.conn.Closed() {
 		return 0, unavailable(op, resource, ErrClosed)
 	}
 	key := s.key(resource)
@@ -92,7 +91,7 @@ func (s *Store) Advance(ctx context.Context, resource string, epoch int64) (int6
 	if err := tokens.ValidateAdvance(resource, epoch); err != nil {
 		return 0, err
 	}
-	if s.closed.Load() {
+	if s.conn.Closed() {
 		return 0, unavailable(op, resource, ErrClosed)
 	}
 	key, ikey := s.key(resource), s.issuedKey(resource)
@@ -145,7 +144,7 @@ func (s *Store) Advance(ctx context.Context, resource string, epoch int64) (int6
 // *tokens.UnavailableError.
 func (s *Store) Ping(ctx context.Context) error {
 	const op = "ping"
-	if s.closed.Load() {
+	if s.conn.Closed() {
 		return unavailable(op, "", ErrClosed)
 	}
 	if err := s.probe(ctx); err != nil {
@@ -169,15 +168,7 @@ func (s *Store) Exclusive() bool { return false }
 // Close makes every later call fail with ErrClosed and, if the Store was
 // made by Open, closes its client. Later calls of Close do nothing and
 // return what the first returned.
-func (s *Store) Close() error {
-	s.closeOnce.Do(func() {
-		s.closed.Store(true)
-		if s.owned {
-			s.closeErr = s.cli.Close()
-		}
-	})
-	return s.closeErr
-}
+func (s *Store) Close() error { return s.conn.Close() }
 
 func (s *Store) key(resource string) string { return s.prefix + resource }
 

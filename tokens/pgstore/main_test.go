@@ -7,8 +7,6 @@ import (
 	"github.com/fencegw/fencegw/internal/testpg"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testpg.CloseShared() // first, so that the shared cluster's helpers are gone too
-	testleak.Exit(code, 0)
-}
+// TestMain closes the shared cluster first, so that its helpers are gone
+// too, then fails the tests if any goroutine outlives them.
+func TestMain(m *testing.M) { testleak.Exit(testpg.Run(m), 0) }

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/fencegw/fencegw/internal/pgprimary"
 	"github.com/fencegw/fencegw/internal/pgretry"
 	"github.com/fencegw/fencegw/tokens"
 )
@@ -40,7 +41,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: %w", err)
 	}
-	requirePrimary(cfg.ConnConfig)
+	pgprimary.Require(cfg.ConnConfig)
 	cfg.AfterConnect = durableCommits
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

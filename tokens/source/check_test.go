@@ -3,82 +3,60 @@ package source
 import (
 	"errors"
 	"math"
-	"strings"
 	"testing"
+
+	"github.com/fencegw/fencegw/tokens"
 )
 
 func TestCheck(t *testing.T) {
 	live := func(e int64) Leader { return Leader{Epoch: e, Holder: "node-a", Live: true} }
 	lapsed := func(e int64) Leader { return Leader{Epoch: e, Holder: "node-a"} }
+	stale := func(current int64, reason string) error {
+		return &tokens.StaleEpochError{Current: current, Reason: reason}
+	}
+	notIssued := func(issued int64) error { return &tokens.EpochNotIssuedError{Issued: issued} }
 	for _, tc := range []struct {
 		name      string
 		l         Leader
 		presented int64
-		stale     StaleReason // "" unless a *StaleError is wanted
-		ahead     bool
+		want      error // nil, or the verdict with Resource and Presented left out
 	}{
-		{"equal and live", live(7), 7, "", false},
-		{"below", live(7), 6, ReasonSuperseded, false},
-		{"far below", live(7), math.MinInt64, ReasonSuperseded, false},
-		{"above", live(7), 8, "", true},
-		{"max int64", live(7), math.MaxInt64, "", true},
-		{"equal but lapsed", lapsed(7), 7, ReasonLapsed, false},
-		{"below and lapsed", lapsed(7), 3, ReasonSuperseded, false},
-		{"above and lapsed", lapsed(7), 9, "", true},
-		{"no leader", Leader{}, 1, ReasonNoLeader, false},
-		{"no leader, zero presented", Leader{}, 0, ReasonNoLeader, false},
-		{"epoch 0 with a live holder", Leader{Holder: "x", Live: true}, 0, ReasonNoLeader, false},
-		{"negative epoch", Leader{Epoch: -1, Live: true}, -1, ReasonNoLeader, false},
+		{"equal and live", live(7), 7, nil},
+		{"below", live(7), 6, stale(7, "")},
+		{"far below", live(7), math.MinInt64, stale(7, "")},
+		{"above", live(7), 8, notIssued(7)},
+		{"max int64", live(7), math.MaxInt64, notIssued(7)},
+		{"equal but lapsed", lapsed(7), 7, stale(7, ReasonLapsed)},
+		{"below and lapsed", lapsed(7), 3, stale(7, "")},
+		{"above and lapsed", lapsed(7), 9, notIssued(7)},
+		{"no leader", Leader{}, 1, stale(0, ReasonNoLeader)},
+		{"no leader, zero presented", Leader{}, 0, stale(0, ReasonNoLeader)},
+		{"epoch 0 with a live holder", Leader{Holder: "x", Live: true}, 0, stale(0, ReasonNoLeader)},
+		{"negative epoch", Leader{Epoch: -1, Live: true}, -1, stale(0, ReasonNoLeader)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := Check(tc.l, "invoice-sweeper", tc.presented)
-			var se *StaleError
-			var ae *AheadError
-			switch {
-			case tc.stale != "":
-				if !errors.As(err, &se) {
-					t.Fatalf("Check = %v, want *StaleError", err)
-				}
-				if se.Reason != tc.stale || se.Presented != tc.presented || se.Resource != "invoice-sweeper" {
-					t.Fatalf("Check = %+v, want reason %q presented %d", se, tc.stale, tc.presented)
-				}
-				wantCur := tc.l.Epoch
-				if wantCur < 0 {
-					wantCur = 0
-				}
-				if se.Current != wantCur {
-					t.Fatalf("StaleError.Current = %d, want %d", se.Current, wantCur)
-				}
-			case tc.ahead:
-				if !errors.As(err, &ae) {
-					t.Fatalf("Check = %v, want *AheadError", err)
-				}
-				if ae.Presented != tc.presented || ae.Current != tc.l.Epoch || ae.Resource != "invoice-sweeper" {
-					t.Fatalf("Check = %+v", ae)
-				}
-			default:
+			switch want := tc.want.(type) {
+			case nil:
 				if err != nil {
 					t.Fatalf("Check = %v, want nil", err)
 				}
+			case *tokens.StaleEpochError:
+				want.Resource, want.Presented = "invoice-sweeper", tc.presented
+				var got *tokens.StaleEpochError
+				if !errors.As(err, &got) || *got != *want {
+					t.Fatalf("Check = %#v, want %#v", err, want)
+				}
+			case *tokens.EpochNotIssuedError:
+				want.Resource, want.Presented = "invoice-sweeper", tc.presented
+				var got *tokens.EpochNotIssuedError
+				if !errors.As(err, &got) || *got != *want {
+					t.Fatalf("Check = %#v, want %#v", err, want)
+				}
+			}
+			if d := tokens.DecisionOf(err); tc.want != nil && d != tokens.DecisionStale && d != tokens.DecisionForbidden {
+				t.Fatalf("DecisionOf(%v) = %s, want a verdict", err, d)
 			}
 		})
-	}
-}
-
-func TestErrorMessages(t *testing.T) {
-	for _, tc := range []struct {
-		err  error
-		want []string
-	}{
-		{&StaleError{Resource: "r", Presented: 1, Current: 2, Reason: ReasonSuperseded}, []string{`"r"`, "presented 1", "has 2", "superseded"}},
-		{&StaleError{Resource: "r", Presented: 2, Current: 2, Reason: ReasonLapsed}, []string{"lease lapsed"}},
-		{&AheadError{Resource: "r", Presented: 9, Current: 2}, []string{`"r"`, "presented 9", "has 2", "not issued"}},
-	} {
-		msg := tc.err.Error()
-		for _, w := range tc.want {
-			if !strings.Contains(msg, w) {
-				t.Errorf("%q does not contain %q", msg, w)
-			}
-		}
 	}
 }

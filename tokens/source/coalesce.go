@@ -2,157 +2,92 @@ package source
 
 import (
 	"context"
+	"errors"
 	"sync"
+	"time"
+
+	"github.com/fencegw/fencegw/internal/coalesce"
+	"github.com/fencegw/fencegw/tokens"
 )
 
-// Coalesce returns a Source that shares reads of s among concurrent callers
-// asking about the same resource, so that N concurrent checks cost about
-// one read of s (at most two per burst) instead of N.
-//
-// Freshness is kept: a caller is only ever answered by a read of s that
-// started after the caller called Current, never by one already in flight
-// (that read may predate a takeover the caller must see). Per resource, at
-// most one read runs at a time: a caller that arrives while none runs
-// starts one; a caller that arrives while one runs joins the next round,
-// which starts when the running read returns and answers everyone who
-// joined it. Reads of different resources run independently.
-//
-// A shared read runs with the values of the context of the caller that
-// created its round but is cancelled only when every caller waiting for it
-// has given up (their contexts ended) or the Source is closed; bound reads
-// with deadlines on the callers' contexts. A caller whose context ends gets
-// ctx.Err() at once.
-//
-// Close fails later calls with ErrClosed, releases callers waiting for a
-// round that has not started with ErrClosed, cancels the reads in flight and
-// waits for them, then closes s and returns its error.
-func Coalesce(s Source) Source {
-	return &coalescer{src: s, groups: make(map[string]*group)}
-}
+// Coalesced is a Source whose reads are shared among concurrent callers
+// asking about the same resource, and the tokens.EpochSource a route checks
+// presented epochs against. Create it with Coalesce.
+type Coalesced struct {
+	src     Source
+	timeout time.Duration
+	reads   *coalesce.Group[Leader]
 
-type coalescer struct {
-	src Source
-
-	mu     sync.Mutex
-	groups map[string]*group // resources with a read running; idle ones are removed
-	closed bool
-
-	reads     sync.WaitGroup // goroutines running reads of src
 	closeOnce sync.Once
 	closeErr  error
 }
 
-// group is the state of one resource: the read in flight and the round
-// queued behind it.
-type group struct {
-	running *round // never nil while the group is in coalescer.groups
-	next    *round // joined by callers arriving while running runs; may be nil
+var (
+	_ Source             = (*Coalesced)(nil)
+	_ tokens.EpochSource = (*Coalesced)(nil)
+)
+
+// Coalesce returns a Coalesced over s. Each read of s is bounded by timeout
+// (none when it is not positive), as is each Check.
+func Coalesce(s Source, timeout time.Duration) *Coalesced {
+	c := &Coalesced{src: s, timeout: timeout}
+	c.reads = coalesce.New(c.read)
+	return c
 }
 
-// round is one read of the source and the callers it answers.
-type round struct {
-	ctx     context.Context
-	cancel  context.CancelFunc
-	waiters int // callers still waiting; guarded by coalescer.mu
-
-	done   chan struct{} // closed when leader and err are set
-	leader Leader
-	err    error
+func (c *Coalesced) read(ctx context.Context, resource string) (Leader, error) {
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
+	return c.src.Current(ctx, resource)
 }
 
-func newRound(ctx context.Context) *round {
-	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	return &round{ctx: rctx, cancel: cancel, done: make(chan struct{})}
+func (c *Coalesced) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if c.timeout <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, c.timeout)
 }
 
-// Current returns the result of a read of the underlying source for
-// resource that started after Current was called.
-func (c *coalescer) Current(ctx context.Context, resource string) (Leader, error) {
-	if err := ctx.Err(); err != nil {
-		return Leader{}, err
+// Current returns the result of a read of the wrapped Source for resource
+// that started after Current was called, never of one already in flight
+// (it may predate a takeover the caller must see). Concurrent calls for one
+// resource share reads: a burst costs at most two (see package
+// internal/coalesce for the exact rule). A caller whose ctx ends gets an
+// error at once, without cancelling the read for the others. Every error
+// wraps a *tokens.UnavailableError; after Close, one that also wraps
+// ErrClosed.
+func (c *Coalesced) Current(ctx context.Context, resource string) (Leader, error) {
+	l, err := c.reads.Do(ctx, resource)
+	if errors.Is(err, coalesce.ErrClosed) {
+		err = ErrClosed
 	}
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return Leader{}, ErrClosed
+	if err != nil {
+		return Leader{}, Unavailable(resource, err)
 	}
-	var r *round
-	g := c.groups[resource]
-	switch {
-	case g == nil:
-		r = newRound(ctx)
-		g = &group{running: r}
-		c.groups[resource] = g
-		c.start(resource, g, r)
-	case g.next != nil:
-		r = g.next
-	default:
-		r = newRound(ctx)
-		g.next = r
-	}
-	r.waiters++
-	c.mu.Unlock()
-
-	select {
-	case <-r.done:
-		return r.leader, r.err
-	case <-ctx.Done():
-	}
-	c.mu.Lock()
-	r.waiters--
-	if r.waiters == 0 {
-		r.cancel()
-		if g.next == r {
-			g.next = nil // nobody wants it: it never starts
-		}
-	}
-	c.mu.Unlock()
-	return Leader{}, ctx.Err()
+	return l, nil
 }
 
-// start runs round r of group g in a new goroutine. c.mu must be held.
-func (c *coalescer) start(resource string, g *group, r *round) {
-	c.reads.Add(1)
-	go func() {
-		defer c.reads.Done()
-		l, err := c.src.Current(r.ctx, resource)
-		c.finish(resource, g, r, l, err)
-	}()
-}
-
-// finish publishes r's result and starts the round queued behind it, or
-// retires the group when none is.
-func (c *coalescer) finish(resource string, g *group, r *round, l Leader, err error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	r.leader, r.err = l, err
-	close(r.done)
-	r.cancel()
-	if next := g.next; next != nil && !c.closed {
-		g.next = nil
-		g.running = next
-		c.start(resource, g, next)
-		return
+// Check implements tokens.EpochSource: it reads resource's leader as
+// Current does, within the timeout, and returns Check's verdict on epoch
+// (nil, a *tokens.StaleEpochError or a *tokens.EpochNotIssuedError), or the
+// error wrapping *tokens.UnavailableError when the source cannot answer.
+func (c *Coalesced) Check(ctx context.Context, resource string, epoch int64) error {
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
+	l, err := c.Current(ctx, resource)
+	if err != nil {
+		return err
 	}
-	delete(c.groups, resource)
+	return Check(l, resource, epoch)
 }
 
-// Close closes the coalescing Source and then the Source it wraps.
-func (c *coalescer) Close() error {
+// Close fails later calls with ErrClosed, releases callers waiting for a
+// read that has not started, cancels the reads in flight and waits for
+// them, then closes the wrapped Source and returns its error. It may be
+// called more than once and returns the first call's error.
+func (c *Coalesced) Close() error {
 	c.closeOnce.Do(func() {
-		c.mu.Lock()
-		c.closed = true
-		for _, g := range c.groups {
-			g.running.cancel()
-			if r := g.next; r != nil {
-				g.next = nil
-				r.err = ErrClosed
-				close(r.done)
-				r.cancel()
-			}
-		}
-		c.mu.Unlock()
-		c.reads.Wait()
+		c.reads.Close()
 		c.closeErr = c.src.Close()
 	})
 	return c.closeErr

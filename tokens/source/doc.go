@@ -5,17 +5,20 @@
 //
 // A route with raw tokens may name a Source. A presented epoch is admitted
 // only if it equals the source's current epoch for the resource and that
-// leader's lease has not lapsed; Check makes that decision from a Leader
-// and returns a *StaleError (refuse with 412) or an *AheadError (refuse with
-// 403). Any error from Source.Current means the source could not confirm the
+// leader's lease has not lapsed. Check makes that decision from a Leader and
+// answers with the domain's own verdicts: a *tokens.StaleEpochError (412)
+// or a *tokens.EpochNotIssuedError (403). Any error from Source.Current
+// wraps a *tokens.UnavailableError: the source could not confirm the
 // leader, and the caller must fail closed (503).
 //
 // Fencing depends on Current being fresh: every backend reads the truth
 // linearizably (the PostgreSQL primary, a linearizable etcd read), never a
 // cache or a replica. Coalesce lets concurrent checks of one resource share
 // reads without weakening that: a caller is only ever answered by a read
-// that started after it called.
+// that started after it called. The Coalesced it returns is the
+// tokens.EpochSource a route checks epochs against.
 //
 // Backends live in subpackages: pgsource (the seed's leader_lease table) and
-// etcdsource (a go.etcd.io/etcd/client/v3/concurrency Election).
+// etcdsource (a go.etcd.io/etcd/client/v3/concurrency Election). Each passes
+// the contract suite in package sourcetest.
 package source

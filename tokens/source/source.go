@@ -3,9 +3,11 @@ package source
 import (
 	"context"
 	"errors"
+
+	"github.com/fencegw/fencegw/tokens"
 )
 
-// ErrClosed is returned (possibly wrapped) by Current on a Source that has
+// ErrClosed is wrapped by the error Current returns on a Source that has
 // been closed.
 var ErrClosed = errors.New("epoch source closed")
 
@@ -30,12 +32,26 @@ type Leader struct {
 // between the call and its return: it must be a linearizable, fresh read
 // (never a cache, never a replica), because fencing depends on it. A
 // resource the source knows nothing about yields Leader{} and a nil error.
-// Any error means the leader could not be confirmed; the caller must fail
-// closed. Current must be safe for concurrent use.
+// Any error wraps a *tokens.UnavailableError: the leader could not be
+// confirmed, and the caller must fail closed. Current must be safe for
+// concurrent use.
 //
 // Close releases the source's resources; Current then fails with an error
 // wrapping ErrClosed. Close is safe to call more than once.
+//
+// Package sourcetest is the contract suite every Source must pass.
 type Source interface {
 	Current(ctx context.Context, resource string) (Leader, error)
 	Close() error
+}
+
+// Unavailable returns err as a source's failure to say who leads resource:
+// err itself when it already wraps a *tokens.UnavailableError, otherwise a
+// *tokens.UnavailableError for the operation "epoch source" wrapping err.
+func Unavailable(resource string, err error) error {
+	var u *tokens.UnavailableError
+	if errors.As(err, &u) {
+		return err
+	}
+	return &tokens.UnavailableError{Op: "epoch source", Resource: resource, Err: err}
 }

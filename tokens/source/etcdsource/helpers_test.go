@@ -2,22 +2,18 @@ package etcdsource_test
 
 import (
 	"context"
-	"errors"
+	"sync"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
+	"github.com/fencegw/fencegw/internal/testetcd"
 	"github.com/fencegw/fencegw/tokens/source"
+	"github.com/fencegw/fencegw/tokens/source/etcdsource"
+	"github.com/fencegw/fencegw/tokens/source/sourcetest"
 )
-
-func ctx(t *testing.T, d time.Duration) context.Context {
-	t.Helper()
-	c, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return c
-}
 
 // session starts a concurrency session with a ttl-second lease, closed
 // when t ends.
@@ -34,35 +30,41 @@ func session(t *testing.T, cli *clientv3.Client, ttl int) *concurrency.Session {
 // campaign wins the election or fails t.
 func campaign(t *testing.T, e *concurrency.Election, val string) {
 	t.Helper()
-	if err := e.Campaign(ctx(t, 10*time.Second), val); err != nil {
+	if err := e.Campaign(sourcetest.Context(t, 10*time.Second), val); err != nil {
 		t.Fatalf("Campaign(%q): %v", val, err)
 	}
 }
 
 // campaignAsync starts a campaign that blocks until it wins; the returned
-// channel delivers its result.
-func campaignAsync(t *testing.T, e *concurrency.Election, val string) <-chan error {
+// function waits for the win and fails t when the campaign failed or had
+// not won within 30 s of its start.
+func campaignAsync(t *testing.T, e *concurrency.Election, val string) (won func(t *testing.T)) {
 	t.Helper()
 	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	done := make(chan error, 1)
-	exited := make(chan struct{})
 	go func() {
-		defer close(exited)
 		defer cancel()
 		done <- e.Campaign(c, val)
 	}()
 	t.Cleanup(func() {
 		cancel()
-		<-exited
+		<-done
 	})
-	return done
+	return func(t *testing.T) {
+		t.Helper()
+		err := <-done
+		done <- err // for the cleanup
+		if err != nil {
+			t.Fatalf("Campaign(%q): %v", val, err)
+		}
+	}
 }
 
 // keys returns the create revisions of the campaign keys under prefix+"/",
 // oldest first.
 func keys(t *testing.T, cli *clientv3.Client, prefix string) []int64 {
 	t.Helper()
-	resp, err := cli.Get(ctx(t, 10*time.Second), prefix+"/", clientv3.WithPrefix(),
+	resp, err := cli.Get(sourcetest.Context(t, 10*time.Second), prefix+"/", clientv3.WithPrefix(),
 		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
 	if err != nil {
 		t.Fatalf("Get %s/: %v", prefix, err)
@@ -90,52 +92,55 @@ func waitKeys(t *testing.T, cli *clientv3.Client, prefix string, n int) []int64 
 	}
 }
 
-func recv(t *testing.T, what string, ch <-chan error) error {
-	t.Helper()
-	select {
-	case err := <-ch:
-		return err
-	case <-time.After(30 * time.Second):
-		t.Fatalf("timed out waiting for %s", what)
-	}
-	return nil
+// election campaigns in etcd elections, one session per leader, as the
+// team's own service would.
+type election struct {
+	cli *clientv3.Client
+
+	mu       sync.Mutex
+	sessions map[string]*concurrency.Session // each resource's leader's
 }
 
-func current(t *testing.T, s source.Source, resource string) source.Leader {
-	t.Helper()
-	l, err := s.Current(ctx(t, 10*time.Second), resource)
-	if err != nil {
-		t.Fatalf("Current(%q): %v", resource, err)
-	}
-	return l
+func newElection(cli *clientv3.Client) *election {
+	return &election{cli: cli, sessions: make(map[string]*concurrency.Session)}
 }
 
-func mustLeader(t *testing.T, s source.Source, resource string, want source.Leader) {
+// Acquire campaigns for the election whose prefix is resource, in a new
+// session with a 60 s lease, and returns Election.Rev().
+func (e *election) Acquire(t *testing.T, resource, holder string) int64 {
 	t.Helper()
-	if got := current(t, s, resource); got != want {
-		t.Fatalf("Current(%q) = %+v, want %+v", resource, got, want)
+	s := session(t, e.cli, 60)
+	el := concurrency.NewElection(s, resource)
+	campaign(t, el, holder)
+	e.mu.Lock()
+	e.sessions[resource] = s
+	e.mu.Unlock()
+	return el.Rev()
+}
+
+// Lapse does what the expiry of the leader's session lease does, without
+// waiting for its TTL: the leader stops keeping it alive and the lease is
+// revoked, deleting the leader's key.
+func (e *election) Lapse(t *testing.T, resource string) {
+	t.Helper()
+	e.mu.Lock()
+	s := e.sessions[resource]
+	e.mu.Unlock()
+	if s == nil {
+		t.Fatalf("Lapse(%q): no leader campaigned", resource)
+	}
+	s.Orphan()
+	if _, err := e.cli.Revoke(sourcetest.Context(t, 10*time.Second), s.Lease()); err != nil {
+		t.Fatalf("Revoke: %v", err)
 	}
 }
 
-// mustCheck reads the leader and checks presented against it: want is
-// admit, ahead or a source.StaleReason.
-func mustCheck(t *testing.T, s source.Source, resource string, presented int64, want string) {
-	t.Helper()
-	err := source.Check(current(t, s, resource), resource, presented)
-	var stale *source.StaleError
-	var ah *source.AheadError
-	switch {
-	case want == admit && err == nil:
-	case want == ahead && errors.As(err, &ah):
-	case errors.As(err, &stale) && string(stale.Reason) == want:
-	default:
-		t.Fatalf("Check(%s, %d) = %v, want %q", resource, presented, err, want)
+// backend reads and campaigns in elections of c.
+func backend(t *testing.T, c *testetcd.Cluster) *sourcetest.Backend {
+	return &sourcetest.Backend{
+		Open: func(ctx context.Context) (source.Source, error) {
+			return etcdsource.Open(ctx, etcdsource.Options{Endpoints: c.Endpoints()})
+		},
+		Election: newElection(c.Client(t)),
 	}
 }
-
-const (
-	admit      = ""
-	ahead      = "ahead"
-	superseded = string(source.ReasonSuperseded)
-	noLeader   = string(source.ReasonNoLeader)
-)

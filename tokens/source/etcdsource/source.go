@@ -12,15 +12,17 @@ import (
 
 var _ source.Source = (*Source)(nil)
 
-// ErrEmptyPrefix is returned (wrapped) by Current for an empty election
-// prefix: it would read every election under "/".
+// ErrEmptyPrefix is wrapped by the error Current returns for an empty
+// election prefix: it would read every election under "/".
 var ErrEmptyPrefix = errors.New("empty election prefix")
 
 // Current reads the leader of the election whose prefix is resource, as
 // concurrency.NewElection(session, resource) campaigns on it (keys under
-// resource+"/"). See ForPrefix for the reading itself.
+// resource+"/"). See ForPrefix for the reading itself. Every error wraps a
+// *tokens.UnavailableError: the caller must fail closed. After Close, it
+// also wraps source.ErrClosed.
 func (s *Source) Current(ctx context.Context, resource string) (source.Leader, error) {
-	return s.leader(ctx, resource)
+	return s.leader(ctx, resource, resource)
 }
 
 // ForPrefix returns a Source whose Current ignores the resource name and
@@ -33,17 +35,18 @@ func (s *Source) ForPrefix(prefix string) source.Source {
 }
 
 // leader mirrors concurrency.Election.Leader: the key under prefix+"/"
-// with the lowest create revision, by a linearizable Get.
-func (s *Source) leader(ctx context.Context, prefix string) (source.Leader, error) {
-	if s.closed.Load() {
-		return source.Leader{}, fmt.Errorf("etcdsource: %w", source.ErrClosed)
+// with the lowest create revision, by a linearizable Get. Errors are about
+// resource.
+func (s *Source) leader(ctx context.Context, resource, prefix string) (source.Leader, error) {
+	if s.conn.Closed() {
+		return source.Leader{}, source.Unavailable(resource, fmt.Errorf("etcdsource: %w", source.ErrClosed))
 	}
 	if prefix == "" {
-		return source.Leader{}, fmt.Errorf("etcdsource: %w", ErrEmptyPrefix)
+		return source.Leader{}, source.Unavailable(resource, fmt.Errorf("etcdsource: %w", ErrEmptyPrefix))
 	}
-	resp, err := s.cli.Get(ctx, prefix+"/", clientv3.WithFirstCreate()...)
+	resp, err := s.conn.Client.Get(ctx, prefix+"/", clientv3.WithFirstCreate()...)
 	if err != nil {
-		return source.Leader{}, fmt.Errorf("etcdsource: read leader of election %q: %w", prefix, err)
+		return source.Leader{}, source.Unavailable(resource, fmt.Errorf("etcdsource: read leader of election %q: %w", prefix, err))
 	}
 	if len(resp.Kvs) == 0 {
 		return source.Leader{}, nil
@@ -59,8 +62,8 @@ type prefixSource struct {
 }
 
 // Current reads the leader of the view's election, whatever resource is.
-func (p *prefixSource) Current(ctx context.Context, _ string) (source.Leader, error) {
-	return p.s.leader(ctx, p.prefix)
+func (p *prefixSource) Current(ctx context.Context, resource string) (source.Leader, error) {
+	return p.s.leader(ctx, resource, p.prefix)
 }
 
 // Close closes the Source the view came from.

@@ -8,8 +8,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/fencegw/fencegw/internal/testpg"
 	"github.com/fencegw/fencegw/tokens/source"
 	"github.com/fencegw/fencegw/tokens/source/pgsource"
+	"github.com/fencegw/fencegw/tokens/source/sourcetest"
 )
 
 // The seed article's table and statements, verbatim.
@@ -32,18 +34,11 @@ INSERT INTO leader_lease (name) VALUES ('invoice-sweeper');`
 		"RETURNING epoch"
 )
 
-func ctx(t *testing.T, d time.Duration) context.Context {
-	t.Helper()
-	c, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return c
-}
-
 // client is an independent lease client: a plain pgx connection, as the
 // team's own service would hold.
 func client(t *testing.T, dsn string) *pgx.Conn {
 	t.Helper()
-	conn, err := pgx.Connect(ctx(t, 30*time.Second), dsn)
+	conn, err := pgx.Connect(sourcetest.Context(t, 30*time.Second), dsn)
 	if err != nil {
 		t.Fatalf("connect: %v", err)
 	}
@@ -51,9 +46,17 @@ func client(t *testing.T, dsn string) *pgx.Conn {
 	return conn
 }
 
+// database creates a database on the shared cluster and returns its DSN
+// and a lease client connected to it.
+func database(t *testing.T) (string, *pgx.Conn) {
+	t.Helper()
+	dsn := testpg.Shared(t).NewDatabase(t)
+	return dsn, client(t, dsn)
+}
+
 func exec(t *testing.T, conn *pgx.Conn, sql string, args ...any) {
 	t.Helper()
-	if _, err := conn.Exec(ctx(t, 30*time.Second), sql, args...); err != nil {
+	if _, err := conn.Exec(sourcetest.Context(t, 30*time.Second), sql, args...); err != nil {
 		t.Fatalf("%s: %v", sql, err)
 	}
 }
@@ -63,7 +66,7 @@ func exec(t *testing.T, conn *pgx.Conn, sql string, args ...any) {
 func acquire(t *testing.T, conn *pgx.Conn, name, holder string, secs int) int64 {
 	t.Helper()
 	var epoch int64
-	err := conn.QueryRow(ctx(t, 30*time.Second), seedAcquire, name, holder, secs).Scan(&epoch)
+	err := conn.QueryRow(sourcetest.Context(t, 30*time.Second), seedAcquire, name, holder, secs).Scan(&epoch)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0
 	}
@@ -77,7 +80,7 @@ func acquire(t *testing.T, conn *pgx.Conn, name, holder string, secs int) int64 
 func renew(t *testing.T, conn *pgx.Conn, name, holder string, secs int, epoch int64) bool {
 	t.Helper()
 	var got int64
-	err := conn.QueryRow(ctx(t, 30*time.Second), seedRenew, name, holder, secs, epoch).Scan(&got)
+	err := conn.QueryRow(sourcetest.Context(t, 30*time.Second), seedRenew, name, holder, secs, epoch).Scan(&got)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false
 	}
@@ -92,7 +95,7 @@ func renew(t *testing.T, conn *pgx.Conn, name, holder string, secs int, epoch in
 
 func open(t *testing.T, o pgsource.Options) *pgsource.Source {
 	t.Helper()
-	s, err := pgsource.Open(ctx(t, 30*time.Second), o)
+	s, err := pgsource.Open(sourcetest.Context(t, 30*time.Second), o)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -100,42 +103,39 @@ func open(t *testing.T, o pgsource.Options) *pgsource.Source {
 	return s
 }
 
-func current(t *testing.T, s source.Source, resource string) source.Leader {
+// election drives the seed's lease table with its own statements, from
+// independent connections, as the team's own service would.
+type election struct{ dsn string }
+
+// Acquire runs the seed's ACQUIRE for 60 s, adding the lease's row first
+// when it has none.
+func (e election) Acquire(t *testing.T, resource, holder string) int64 {
 	t.Helper()
-	l, err := s.Current(ctx(t, 10*time.Second), resource)
-	if err != nil {
-		t.Fatalf("Current(%q): %v", resource, err)
+	conn := client(t, e.dsn)
+	exec(t, conn, "INSERT INTO leader_lease (name) VALUES ($1) ON CONFLICT (name) DO NOTHING", resource)
+	epoch := acquire(t, conn, resource, holder, 60)
+	if epoch == 0 {
+		t.Fatalf("ACQUIRE %s by %s: the lease is held", resource, holder)
 	}
-	return l
+	return epoch
 }
 
-func mustLeader(t *testing.T, s source.Source, resource string, want source.Leader) {
+// Lapse moves the lease's deadline into the past on the database's clock.
+func (e election) Lapse(t *testing.T, resource string) {
 	t.Helper()
-	if got := current(t, s, resource); got != want {
-		t.Fatalf("Current(%q) = %+v, want %+v", resource, got, want)
-	}
+	exec(t, client(t, e.dsn), "UPDATE leader_lease SET expires_at = now() - interval '1 second' WHERE name = $1", resource)
 }
 
-// mustCheck reads the leader and checks presented against it: want is nil,
-// a source.StaleReason, or "ahead".
-func mustCheck(t *testing.T, s source.Source, resource string, presented int64, want string) {
+// backend is a new database of cl holding the seed's table, and the
+// sources and election over it.
+func backend(t *testing.T, cl *testpg.Cluster) *sourcetest.Backend {
 	t.Helper()
-	err := source.Check(current(t, s, resource), resource, presented)
-	var stale *source.StaleError
-	var ahead *source.AheadError
-	switch {
-	case want == "" && err == nil:
-	case want == "ahead" && errors.As(err, &ahead):
-	case errors.As(err, &stale) && string(stale.Reason) == want:
-	default:
-		t.Fatalf("Check(%s, %d) = %v, want %q", resource, presented, err, want)
+	dsn := cl.NewDatabase(t)
+	exec(t, client(t, dsn), seedDDL)
+	return &sourcetest.Backend{
+		Open: func(ctx context.Context) (source.Source, error) {
+			return pgsource.Open(ctx, pgsource.Options{DSN: dsn})
+		},
+		Election: election{dsn},
 	}
 }
-
-const (
-	admit      = ""
-	ahead      = "ahead"
-	superseded = string(source.ReasonSuperseded)
-	lapsed     = string(source.ReasonLapsed)
-	noLeader   = string(source.ReasonNoLeader)
-)

@@ -8,11 +8,7 @@ import (
 	"github.com/fencegw/fencegw/internal/testpg"
 )
 
-// TestMain stops the shared cluster after the tests, then fails them if any
-// goroutine outlives them (every Source must be closed). Goroutines get a
-// few seconds to wind down.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testpg.CloseShared()
-	testleak.Exit(code, 5*time.Second)
-}
+// TestMain fails the tests if any goroutine outlives them and the shared
+// cluster (every Source must be closed), giving them a few seconds to wind
+// down.
+func TestMain(m *testing.M) { testleak.Exit(testpg.Run(m), 5*time.Second) }

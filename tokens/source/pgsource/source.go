@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/fencegw/fencegw/internal/pgprimary"
 	"github.com/fencegw/fencegw/tokens/source"
 )
 
@@ -42,7 +43,7 @@ func Open(ctx context.Context, o Options) (*Source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgsource: DSN: %w", err)
 	}
-	requirePrimary(cfg.ConnConfig)
+	pgprimary.Require(cfg.ConnConfig)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("pgsource: %w", err)
@@ -63,9 +64,17 @@ func Open(ctx context.Context, o Options) (*Source, error) {
 // No row gives source.Leader{} (no leader). Live is true only when holder
 // is not NULL and expires_at is not NULL and later than now(); a NULL epoch
 // reads as 0. More than one row for the name is an error (the name column
-// must be unique). Every failure is returned wrapped; the caller must fail
-// closed. After Close, Current fails with source.ErrClosed.
+// must be unique). Every error wraps a *tokens.UnavailableError: the caller
+// must fail closed. After Close, it also wraps source.ErrClosed.
 func (s *Source) Current(ctx context.Context, resource string) (source.Leader, error) {
+	l, err := s.current(ctx, resource)
+	if err != nil {
+		return source.Leader{}, source.Unavailable(resource, err)
+	}
+	return l, nil
+}
+
+func (s *Source) current(ctx context.Context, resource string) (source.Leader, error) {
 	if s.closed.Load() {
 		return source.Leader{}, fmt.Errorf("pgsource: %w", source.ErrClosed)
 	}

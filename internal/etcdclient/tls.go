@@ -1,6 +1,4 @@
-// Package etcdtls chooses the TLS configuration of an etcd client from its
-// endpoints, for the etcd store and the etcd epoch source alike.
-package etcdtls
+package etcdclient
 
 import (
 	"crypto/tls"
@@ -9,10 +7,10 @@ import (
 	"strings"
 )
 
-// ForEndpoints returns the TLS configuration for endpoints: nil when none
+// tlsFor returns the TLS configuration for endpoints: nil when none
 // uses https, system roots when all do, an error when they are mixed (the
 // client uses one transport for all of them) or one is empty.
-func ForEndpoints(endpoints []string) (*tls.Config, error) {
+func tlsFor(endpoints []string) (*tls.Config, error) {
 	secure := 0
 	for _, ep := range endpoints {
 		if ep == "" {
