@@ -19,18 +19,23 @@ import (
 )
 
 // QueryRow runs sql, which must be idempotent (a read, or a write whose
-// repetition changes nothing), and scans its one row into dest. When the
-// first attempt fails on a broken connection, every pooled connection is
-// discarded (they share the cause: a restart or failover breaks them all)
-// and the statement runs once more on a new one. pgx.ErrNoRows is returned
-// as is.
+// repetition changes nothing), and scans its one row into dest, through Do.
+// pgx.ErrNoRows is returned as is.
 func QueryRow(ctx context.Context, pool *pgxpool.Pool, sql string, args []any, dest ...any) error {
-	err := pool.QueryRow(ctx, sql, args...).Scan(dest...)
+	return Do(ctx, pool, func() error { return pool.QueryRow(ctx, sql, args...).Scan(dest...) })
+}
+
+// Do runs op, which must be idempotent and use pool. When it fails on a
+// broken connection, every pooled connection is discarded (they share the
+// cause: a restart or failover breaks them all) and op runs once more on a
+// new one.
+func Do(ctx context.Context, pool *pgxpool.Pool, op func() error) error {
+	err := op()
 	if !Broken(ctx, err) {
 		return err
 	}
 	pool.Reset()
-	return pool.QueryRow(ctx, sql, args...).Scan(dest...)
+	return op()
 }
 
 // Broken reports whether err says the connection was lost rather than that

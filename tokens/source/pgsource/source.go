@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fencegw/fencegw/internal/pgprimary"
+	"github.com/fencegw/fencegw/internal/pgretry"
 	"github.com/fencegw/fencegw/tokens/source"
 )
 
@@ -74,10 +75,20 @@ func (s *Source) Current(ctx context.Context, resource string) (source.Leader, e
 	return l, nil
 }
 
-func (s *Source) current(ctx context.Context, resource string) (source.Leader, error) {
+// current reads the leader of resource, once more on a fresh connection
+// when the pooled one was broken (the read is idempotent).
+func (s *Source) current(ctx context.Context, resource string) (l source.Leader, err error) {
 	if s.closed.Load() {
 		return source.Leader{}, fmt.Errorf("pgsource: %w", source.ErrClosed)
 	}
+	err = pgretry.Do(ctx, s.pool, func() (err error) {
+		l, err = s.read(ctx, resource)
+		return err
+	})
+	return l, err
+}
+
+func (s *Source) read(ctx context.Context, resource string) (source.Leader, error) {
 	rows, err := s.pool.Query(ctx, s.query, resource)
 	if err != nil {
 		return source.Leader{}, fmt.Errorf("pgsource: read leader of %q from %s: %w", resource, s.table, err)

@@ -172,3 +172,25 @@ func TestOpenErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestBrokenPooledConnectionsRetried terminates the source's sessions while
+// its pool sits idle: the next read succeeds on a fresh connection instead
+// of failing closed on a broken one.
+func TestBrokenPooledConnectionsRetried(t *testing.T) {
+	dsn, lease := database(t)
+	exec(t, lease, seedDDL)
+	s := open(t, pgsource.Options{DSN: dsn})
+	const r = "invoice-sweeper"
+	if e := acquire(t, lease, r, "node-a", 3600); e != 1 {
+		t.Fatalf("node-a acquired epoch %d, want 1", e)
+	}
+	for i := range 3 {
+		sourcetest.MustLeader(t, s, r, source.Leader{Epoch: 1, Holder: "node-a", Live: true})
+		// Waits until the backends exited; the pool's connections were
+		// idle for far less than the second after which pgxpool pings.
+		exec(t, lease, `SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity
+WHERE datname = current_database() AND pid <> pg_backend_pid()`)
+		t.Logf("round %d: sessions terminated", i+1)
+	}
+	sourcetest.MustLeader(t, s, r, source.Leader{Epoch: 1, Holder: "node-a", Live: true})
+}
