@@ -178,7 +178,8 @@ func (t *Template) Render(r TemplateRequest) (string, error) {
 //     X-Forwarded-Proto);
 //   - the W3C trace context and baggage, which the gateway's transport
 //     replaces with its own span's;
-//   - the fencing headers, which the gateway removes and sets itself.
+//   - the fencing headers, which the gateway removes and sets itself;
+//   - the method-override headers, whose requests the gateway refuses.
 func ReservedHeader(name string) string {
 	return reservedHeaders[HeaderKey(name)]
 }
@@ -189,23 +190,37 @@ const (
 	whyForward  = "the proxy replaces it with its own forwarding header"
 	whyTrace    = "the gateway replaces it with its own trace context"
 	whyFencing  = "the gateway replaces it with its own fencing header"
+	whyOverride = "it overrides the method, and the gateway refuses requests carrying it"
 )
 
 // reservedHeaders maps a reserved header's HeaderKey to the reason it is.
-var reservedHeaders = map[string]string{
-	"connection": whyHopByHop, "proxy-connection": whyHopByHop, "keep-alive": whyHopByHop,
-	"proxy-authenticate": whyHopByHop, "proxy-authorization": whyHopByHop, "te": whyHopByHop,
-	"trailer": whyHopByHop, "transfer-encoding": whyHopByHop, "upgrade": whyHopByHop,
+var reservedHeaders = func() map[string]string {
+	m := map[string]string{
+		"connection": whyHopByHop, "proxy-connection": whyHopByHop, "keep-alive": whyHopByHop,
+		"proxy-authenticate": whyHopByHop, "proxy-authorization": whyHopByHop, "te": whyHopByHop,
+		"trailer": whyHopByHop, "transfer-encoding": whyHopByHop, "upgrade": whyHopByHop,
 
-	"host": whyServer, "content-length": whyServer, "expect": whyServer,
+		"host": whyServer, "content-length": whyServer, "expect": whyServer,
 
-	"forwarded": whyForward, "x-forwarded-for": whyForward, "x-forwarded-host": whyForward,
-	"x-forwarded-proto": whyForward,
+		"forwarded": whyForward, "x-forwarded-for": whyForward, "x-forwarded-host": whyForward,
+		"x-forwarded-proto": whyForward,
 
-	"traceparent": whyTrace, "tracestate": whyTrace, "baggage": whyTrace,
+		"traceparent": whyTrace, "tracestate": whyTrace, "baggage": whyTrace,
 
-	"fencing-token": whyFencing, "fencing-epoch": whyFencing, "fencing-resource": whyFencing,
-}
+		"fencing-token": whyFencing, "fencing-epoch": whyFencing, "fencing-resource": whyFencing,
+	}
+	for _, h := range MethodOverrideHeaders {
+		m[h] = whyOverride
+	}
+	return m
+}()
+
+// MethodOverrideHeaders are the headers, by HeaderKey, through which
+// common frameworks (Rails and Rack, Laravel and Symfony, Express's
+// method-override, ASP.NET, JAX-RS) let a request claim another method
+// than its request line's. The gateway refuses requests carrying any of
+// them (policy.CheckMethodOverride).
+var MethodOverrideHeaders = []string{"x-http-method-override", "x-http-method", "x-method-override"}
 
 // HeaderKey folds a header name the way lenient servers do: case-blind,
 // with "_" read as "-" (CGI, and servers that map headers to variables).
