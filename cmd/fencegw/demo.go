@@ -149,8 +149,8 @@ type demoWorld struct {
 	served    sync.WaitGroup
 	serveErrs chan error
 
-	transports  []*http.Transport
-	client      *http.Client // node-a's and the demoNarrator's calls
+	transports []*http.Transport
+	client     *http.Client // node-a's and the demoNarrator's calls
 
 	proxyURL, apiURL, emailURL string
 
