@@ -46,6 +46,12 @@ func MatchRoute(routes *Routes) func(http.Handler) http.Handler {
 			}
 			err = policy.CheckPath(r.URL.Path)
 			if err == nil {
+				// The path as sent is RawPath whenever it differs from Go's
+				// own encoding of Path; EscapedPath ignores it when it also
+				// holds a byte Go would escape (/a%2Fb/x" gives /a/b/x%22).
+				err = policy.CheckEscapedPath(r.URL.RawPath)
+			}
+			if err == nil {
 				err = policy.CheckEscapedPath(r.URL.EscapedPath())
 			}
 			if err != nil {

@@ -123,6 +123,7 @@ routes:
 		{"prefix glued to a name", rawPost("POST", "/tenantsX/42", "Fencing-Token: 1", "Fencing-Resource: x"), 201, ""},
 		{"encoded slash", rawPost("POST", "/docs/a%2Fb/x", "Fencing-Token: 1"), 400, "bad-path"},
 		{"encoded dots", rawPost("POST", "/docs/%2e%2e/x", "Fencing-Token: 1"), 400, "bad-path"},
+		{"encoded slash beside a byte Go escapes", rawPost("POST", "/docs/a%2Fb/x\"", "Fencing-Token: 5"), 400, "bad-path"},
 		{"encoded backslash", rawPost("POST", "/docs/a%5Cb", "Fencing-Token: 1"), 400, "bad-path"},
 		{"resource header in Connection", rawPost("POST", "/hdr/x", "Fencing-Token: 5", "X-Tenant: 7", "Connection: X-Tenant"), 400, "bad-resource"},
 		{"underscore twin", rawPost("POST", "/hdr/x", "Fencing-Token: 5", "X-Tenant: 7", "X_Tenant: 8"), 400, "bad-resource"},
