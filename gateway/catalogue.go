@@ -73,7 +73,7 @@ var (
 	KindStoreUnavailable = ProblemKind{TypeStoreUnavailable, "Fencing store unavailable", http.StatusServiceUnavailable, tokens.DecisionUnavailable, 1}
 
 	KindBadPath       = ProblemKind{TypeBadPath, "Request path is not clean", http.StatusBadRequest, "", 0}
-	KindBadMethod     = ProblemKind{TypeBadMethod, "Request method is not upper case", http.StatusBadRequest, "", 0}
+	KindBadMethod     = ProblemKind{TypeBadMethod, "Request method is ambiguous", http.StatusBadRequest, "", 0}
 	KindNoRoute       = ProblemKind{TypeNoRoute, "No route serves this path", http.StatusNotFound, "", 0}
 	KindBodyTooLarge  = ProblemKind{TypeBodyTooLarge, "Request body too large", http.StatusRequestEntityTooLarge, "", 0}
 	KindBadFraming    = ProblemKind{TypeBadFraming, "Request framing is invalid", http.StatusBadRequest, "", 0}

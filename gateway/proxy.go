@@ -63,8 +63,8 @@ func (t routeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // NewProxy returns the reverse proxy behind the fencing middleware. It sends
 // each request to its route's upstream, streaming bodies both ways, strips
-// the client's fencing headers, and tells the upstream the admitted epoch
-// and resource.
+// the client's fencing headers and request trailers, and tells the
+// upstream the admitted epoch and resource.
 func NewProxy(transport http.RoundTripper, log *slog.Logger) *httputil.ReverseProxy {
 	return &httputil.ReverseProxy{
 		Rewrite:      rewrite,
@@ -86,6 +86,10 @@ func rewrite(pr *httputil.ProxyRequest) {
 	pr.Out.URL.RawPath = ""
 	pr.SetURL(rt.Upstream)
 	pr.SetXForwarded()
+	// Request trailers arrive after the fence decided, and could name the
+	// resource anew for an upstream that merges them into the header:
+	// none is forwarded, nor announced.
+	pr.Out.Trailer = nil
 	h := pr.Out.Header
 	for name := range h {
 		if isFencingHeader(name) {

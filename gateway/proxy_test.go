@@ -19,6 +19,7 @@ import (
 	"github.com/fencegw/fencegw/config"
 	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/server"
+	"github.com/fencegw/fencegw/telemetry"
 	"github.com/fencegw/fencegw/tokens"
 )
 
@@ -200,5 +201,87 @@ func TestUnavailableLogsItsCause(t *testing.T) {
 	}
 	if len(up.requests()) != 0 {
 		t.Fatal("an unconfirmed write reached the upstream")
+	}
+}
+
+// TestReservedHeadersAreTheOnesTheProxyChanges sends one unfenced request
+// carrying every header a proxy, an HTTP server or the gateway's telemetry
+// might act on, through the gateway as fencegw serve runs it (guarded,
+// W3C trace propagation on), and compares what the upstream receives. Every
+// header that does not arrive exactly as sent must be one that a resource
+// template refuses (tokens.ReservedHeader): a fence reading it would read
+// the client's value while the upstream receives another. Framing and host
+// fields, which cannot be sent freely here, are reserved statically
+// (policy's TestTemplateRefusesHeadersTheProxyRewrites).
+func TestReservedHeadersAreTheOnesTheProxyChanges(t *testing.T) {
+	up := newUpstream(t)
+	tel, err := telemetry.Setup(context.Background(), telemetry.Options{Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tel.Shutdown(context.Background()) })
+	c := embeddedConfig(t)
+	c.Routes = []config.Route{{Prefix: "/", Upstream: up.srv.URL, Tokens: config.TokensRaw}}
+	s := assemble(t, c, server.Options{Telemetry: tel})
+	ls := server.Listeners{Proxy: listenLoopback(t), Control: listenLoopback(t)}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, ls, nil) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	sent := [][2]string{
+		{"Connection", "keep-alive"}, {"Proxy-Connection", "keep-alive"}, {"Keep-Alive", "timeout=5"},
+		{"Proxy-Authorization", "Basic eDp5"}, {"Proxy-Authenticate", "Basic"}, {"Te", "deflate"},
+		{"Trailer", "X-Later"}, {"Upgrade", "foo/1"},
+		{"Forwarded", "for=192.0.2.1;host=evil;proto=https"}, {"X-Forwarded-For", "192.0.2.1"},
+		{"X-Forwarded-Host", "evil.example"}, {"X-Forwarded-Proto", "gopher"},
+		{"Traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}, {"Tracestate", "vendor=opaque ,  other=x"},
+		{"Baggage", "tenant = 7"},
+		{"Fencing-Token", "5"}, {"Fencing-Epoch", "999"}, {"Fencing-Resource", "other"}, {"Fencing_Epoch", "998"},
+		// Headers no one along the way touches: they must arrive as sent.
+		{"X-Tenant", "7"}, {"X_Tenant", "8"}, {"User-Agent", "probe/1"}, {"Accept-Encoding", "br"},
+		{"Cookie", "a=1; b=2"}, {"Via", "1.1 elsewhere"}, {"X-Real-Ip", "192.0.2.9"}, {"X-Forwarded-Port", "1"},
+		{"Authorization", "Bearer x"}, {"Accept", "*/*"}, {"Content-Type", "text/plain"},
+	}
+	var b strings.Builder
+	b.WriteString("GET /probe HTTP/1.1\r\nHost: gw\r\n")
+	for _, kv := range sent {
+		fmt.Fprintf(&b, "%s: %s\r\n", kv[0], kv[1])
+	}
+	b.WriteString("\r\n")
+	conn, err := net.Dial("tcp", ls.Proxy.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(conn, b.String())
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	got := up.requests()
+	if resp.StatusCode != http.StatusCreated || len(got) != 1 {
+		t.Fatalf("status %d, %d requests upstream", resp.StatusCode, len(got))
+	}
+	changed := 0
+	for _, kv := range sent {
+		var vals []string // header names are case-insensitive
+		for name, v := range got[0].Header {
+			if strings.EqualFold(name, kv[0]) {
+				vals = append(vals, v...)
+			}
+		}
+		if len(vals) == 1 && vals[0] == kv[1] {
+			continue
+		}
+		changed++
+		if tokens.ReservedHeader(kv[0]) == "" {
+			t.Errorf("%s: sent %q, the upstream received %q, yet a template may name a resource by it", kv[0], kv[1], vals)
+		}
+	}
+	if changed < 15 {
+		t.Fatalf("only %d headers changed on the way: the probe no longer exercises the proxy", changed)
 	}
 }

@@ -27,19 +27,30 @@ func (r *Routes) Swap(t *policy.Table) { r.table.Store(t) }
 // Table returns the table in force.
 func (r *Routes) Table() *policy.Table { return r.table.Load() }
 
-// MatchRoute is middleware that refuses methods that are not upper case
-// and unclean paths (400), answers 404 for paths no route serves, and
+// MatchRoute is middleware that refuses methods that are not upper case,
+// requests that override their method (policy.CheckMethodOverride) and
+// unclean paths (400), answers 404 for paths no route serves, and
 // otherwise records the matched route in the request's context for the
 // middleware and proxy behind it. Matching, the resource's path segments
 // and the upstream path all derive from the one decoded path it checked.
 func MatchRoute(routes *Routes) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if err := policy.CheckMethod(r.Method); err != nil {
+			err := policy.CheckMethod(r.Method)
+			if err == nil {
+				err = policy.CheckMethodOverride(r)
+			}
+			if err != nil {
 				writeError(w, r, err)
 				return
 			}
-			err := policy.CheckPath(r.URL.Path)
+			err = policy.CheckPath(r.URL.Path)
+			if err == nil {
+				// The path as sent is RawPath whenever it differs from Go's
+				// own encoding of Path; EscapedPath ignores it when it also
+				// holds a byte Go would escape (/a%2Fb/x" gives /a/b/x%22).
+				err = policy.CheckEscapedPath(r.URL.RawPath)
+			}
 			if err == nil {
 				err = policy.CheckEscapedPath(r.URL.EscapedPath())
 			}

@@ -3,7 +3,11 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"net/http"
+	"net/url"
 	"strings"
+
+	"github.com/fencegw/fencegw/tokens"
 )
 
 // ErrUncleanPath means a request path holds ".", ".." or empty segments,
@@ -13,10 +17,12 @@ import (
 // decoded "/").
 var ErrUncleanPath = errors.New("request path is not clean")
 
-// ErrBadMethod means a request method is not an upper-case token. Method
-// names are case-sensitive (RFC 9110), but many servers fold them: "post"
-// would reach such an upstream as a POST the fence never checked.
-var ErrBadMethod = errors.New("request method is not upper case")
+// ErrBadMethod means the method an upstream reads could differ from the
+// one the fence checked: the request line's method is not upper case
+// (method names are case-sensitive, RFC 9110, but many servers fold them:
+// "post" would reach such an upstream as a POST the fence never checked),
+// or the request carries a method override (see CheckMethodOverride).
+var ErrBadMethod = errors.New("request method is ambiguous")
 
 // CheckPath refuses decoded paths that are not in canonical form, so a
 // request cannot reach an upstream path under one route while matching
@@ -71,11 +77,76 @@ func CheckEscapedPath(escaped string) error {
 func CheckMethod(m string) error {
 	for i := 0; i < len(m); i++ {
 		if 'a' <= m[i] && m[i] <= 'z' {
-			return fmt.Errorf("%w: %q (send %q)", ErrBadMethod, m, strings.ToUpper(m))
+			return fmt.Errorf("%w: %q is not upper case (send %q)", ErrBadMethod, m, strings.ToUpper(m))
 		}
 	}
 	if m == "" {
 		return fmt.Errorf("%w: empty", ErrBadMethod)
 	}
 	return nil
+}
+
+// CheckMethodOverride refuses a request that claims another method than
+// its request line's, whatever the method and whatever the claim: Rails
+// and Rack, Laravel and Symfony, Express's method-override, ASP.NET and
+// JAX-RS honour such claims, so a GET or an unfenced POST carrying one
+// could reach the upstream as a DELETE the fence never checked. It looks
+// for
+//
+//   - a method-override header (tokens.MethodOverrideHeaders:
+//     X-HTTP-Method-Override, X-HTTP-Method, X-Method-Override), in any
+//     spelling ("_" for "-", any case), with any value, empty included;
+//   - a "_method" query parameter (Laravel, Symfony, Express), in any
+//     encoding or spelling PHP folds into that name ("%5Fmethod",
+//     "_METHOD", ".method", "_method[]"), split on "&" or ";".
+//
+// A "_method" field in a form body is not seen (bodies stream unread):
+// frameworks honour it on POST only, which every route fences unless it
+// lists its own methods, so such a route must list POST when its upstream
+// reads that field.
+func CheckMethodOverride(r *http.Request) error {
+	for name, v := range r.Header {
+		key := tokens.HeaderKey(name)
+		for _, o := range tokens.MethodOverrideHeaders {
+			if key == o {
+				return fmt.Errorf("%w: %s with %s: %q, which some upstreams read as the method; send the method itself in the request line",
+					ErrBadMethod, r.Method, name, strings.Join(v, ", "))
+			}
+		}
+	}
+	for q := r.URL.RawQuery; q != ""; {
+		var kv string
+		if i := strings.IndexAny(q, "&;"); i >= 0 {
+			kv, q = q[:i], q[i+1:]
+		} else {
+			kv, q = q, ""
+		}
+		key, _, _ := strings.Cut(kv, "=")
+		if isMethodParam(key) {
+			return fmt.Errorf("%w: %s with the query parameter %q, which some upstreams read as the method; send the method itself in the request line",
+				ErrBadMethod, r.Method, key)
+		}
+	}
+	return nil
+}
+
+// isMethodParam reports whether the raw query key reads as "_method" to a
+// lenient parser: decoded ("+" as space), case-blind, with the spaces,
+// dots and dashes PHP turns into "_", and any "[...]" suffix dropped.
+func isMethodParam(raw string) bool {
+	k, err := url.QueryUnescape(raw)
+	if err != nil {
+		k = raw
+	}
+	k = strings.ToLower(strings.TrimLeft(k, " "))
+	if i := strings.IndexByte(k, '['); i >= 0 {
+		k = k[:i]
+	}
+	k = strings.Map(func(r rune) rune {
+		if r == ' ' || r == '.' || r == '-' {
+			return '_'
+		}
+		return r
+	}, k)
+	return k == "_method"
 }

@@ -88,8 +88,8 @@ func parsePlaceholder(s string) (part, error) {
 			}
 		}
 		name := textproto.CanonicalMIMEHeaderKey(arg)
-		if reservedHeaders[HeaderKey(name)] {
-			return part{}, fmt.Errorf("{%s}: %s cannot name a resource: the proxy does not forward it as received", s, name)
+		if why := ReservedHeader(name); why != "" {
+			return part{}, fmt.Errorf("{%s}: %s cannot name a resource: %s, so the upstream would not receive it as the fence read it", s, name, why)
 		}
 		return part{kind: header, text: name}, nil
 	default:
@@ -163,17 +163,64 @@ func (t *Template) Render(r TemplateRequest) (string, error) {
 	return b.String(), nil
 }
 
-// reservedHeaders are the headers, by HeaderKey, that cannot name a
-// resource: hop-by-hop headers a proxy removes (RFC 9110 §7.6.1), the
-// framing and host fields an HTTP server consumes, and the fencing
-// headers the gateway rewrites. The upstream would not receive any of
-// them as the fence read it.
-var reservedHeaders = map[string]bool{
-	"connection": true, "proxy-connection": true, "keep-alive": true, "proxy-authenticate": true,
-	"proxy-authorization": true, "te": true, "trailer": true, "transfer-encoding": true, "upgrade": true,
-	"host": true, "content-length": true,
-	"fencing-token": true, "fencing-epoch": true,
+// ReservedHeader says why the header name (any case, "_" for "-") cannot
+// name a resource, or returns "" if it can. A header is reserved when the
+// upstream would not receive it exactly as the client sent it, so a fence
+// reading the client's value would check another request than the one
+// forwarded:
+//
+//   - hop-by-hop headers, which the reverse proxy removes (RFC 9110
+//     section 7.6.1) and, for TE and Upgrade, sets again itself;
+//   - the framing, host and expectation fields, which the HTTP server
+//     consumes and the transport writes anew;
+//   - the forwarding headers, which the proxy deletes and replaces with
+//     its own (Forwarded, X-Forwarded-For, X-Forwarded-Host,
+//     X-Forwarded-Proto);
+//   - the W3C trace context and baggage, which the gateway's transport
+//     replaces with its own span's;
+//   - the fencing headers, which the gateway removes and sets itself;
+//   - the method-override headers, whose requests the gateway refuses.
+func ReservedHeader(name string) string {
+	return reservedHeaders[HeaderKey(name)]
 }
+
+const (
+	whyHopByHop = "it is a hop-by-hop header, which the proxy removes"
+	whyServer   = "the HTTP server consumes it and the transport writes its own"
+	whyForward  = "the proxy replaces it with its own forwarding header"
+	whyTrace    = "the gateway replaces it with its own trace context"
+	whyFencing  = "the gateway replaces it with its own fencing header"
+	whyOverride = "it overrides the method, and the gateway refuses requests carrying it"
+)
+
+// reservedHeaders maps a reserved header's HeaderKey to the reason it is.
+var reservedHeaders = func() map[string]string {
+	m := map[string]string{
+		"connection": whyHopByHop, "proxy-connection": whyHopByHop, "keep-alive": whyHopByHop,
+		"proxy-authenticate": whyHopByHop, "proxy-authorization": whyHopByHop, "te": whyHopByHop,
+		"trailer": whyHopByHop, "transfer-encoding": whyHopByHop, "upgrade": whyHopByHop,
+
+		"host": whyServer, "content-length": whyServer, "expect": whyServer,
+
+		"forwarded": whyForward, "x-forwarded-for": whyForward, "x-forwarded-host": whyForward,
+		"x-forwarded-proto": whyForward,
+
+		"traceparent": whyTrace, "tracestate": whyTrace, "baggage": whyTrace,
+
+		"fencing-token": whyFencing, "fencing-epoch": whyFencing, "fencing-resource": whyFencing,
+	}
+	for _, h := range MethodOverrideHeaders {
+		m[h] = whyOverride
+	}
+	return m
+}()
+
+// MethodOverrideHeaders are the headers, by HeaderKey, through which
+// common frameworks (Rails and Rack, Laravel and Symfony, Express's
+// method-override, ASP.NET, JAX-RS) let a request claim another method
+// than its request line's. The gateway refuses requests carrying any of
+// them (policy.CheckMethodOverride).
+var MethodOverrideHeaders = []string{"x-http-method-override", "x-http-method", "x-method-override"}
 
 // HeaderKey folds a header name the way lenient servers do: case-blind,
 // with "_" read as "-" (CGI, and servers that map headers to variables).

@@ -91,8 +91,9 @@ routes:
   - {prefix: "/docs/", upstream: %q, tokens: raw, resource: "doc-{segment:1}"}
   - {prefix: "/hdr/", upstream: %q, tokens: raw, resource: "t-{header:X-Tenant}"}
   - {prefix: "/m/", upstream: %q, tokens: raw, resource: "m", methods: [POST]}
+  - {prefix: "/d/", upstream: %q, tokens: raw, resource: "d", methods: [DELETE]}
   - {prefix: "/", upstream: %q, tokens: raw}
-`, filepath.Join(dir, "s.db"), up.srv.URL, up.srv.URL, up.srv.URL, up.srv.URL, up.srv.URL)), 0o600)
+`, filepath.Join(dir, "s.db"), up.srv.URL, up.srv.URL, up.srv.URL, up.srv.URL, up.srv.URL, up.srv.URL)), 0o600)
 	p := start(t, "--config", cfg)
 
 	// Raise the fences the attacks would get around.
@@ -101,6 +102,7 @@ routes:
 		rawPost("POST", "/docs/a/x", "Fencing-Token: 5"),
 		rawPost("POST", "/hdr/x", "Fencing-Token: 5", "X-Tenant: 7"),
 		rawPost("POST", "/m/x", "Fencing-Token: 5"),
+		rawPost("DELETE", "/d/x", "Fencing-Token: 5"),
 	} {
 		if s, _ := rawExchange(t, p.proxy, raw); s != http.StatusCreated {
 			t.Fatalf("%q = %d", raw, s)
@@ -121,11 +123,23 @@ routes:
 		{"prefix glued to a name", rawPost("POST", "/tenantsX/42", "Fencing-Token: 1", "Fencing-Resource: x"), 201, ""},
 		{"encoded slash", rawPost("POST", "/docs/a%2Fb/x", "Fencing-Token: 1"), 400, "bad-path"},
 		{"encoded dots", rawPost("POST", "/docs/%2e%2e/x", "Fencing-Token: 1"), 400, "bad-path"},
+		{"encoded slash beside a byte Go escapes", rawPost("POST", "/docs/a%2Fb/x\"", "Fencing-Token: 5"), 400, "bad-path"},
 		{"encoded backslash", rawPost("POST", "/docs/a%5Cb", "Fencing-Token: 1"), 400, "bad-path"},
 		{"resource header in Connection", rawPost("POST", "/hdr/x", "Fencing-Token: 5", "X-Tenant: 7", "Connection: X-Tenant"), 400, "bad-resource"},
 		{"underscore twin", rawPost("POST", "/hdr/x", "Fencing-Token: 5", "X-Tenant: 7", "X_Tenant: 8"), 400, "bad-resource"},
 		{"repeated resource header", rawPost("POST", "/hdr/x", "Fencing-Token: 5", "X-Tenant: 7", "x-tenant: 8"), 400, "bad-resource"},
 		{"list value", rawPost("POST", "/hdr/x", "Fencing-Token: 5", "X-Tenant: 8, 7"), 400, "bad-resource"},
+		{"empty segment after the prefix", rawPost("POST", "/tenants//42/pay", "Fencing-Token: 5"), 400, "bad-path"},
+		{"empty first segment, stale", rawPost("POST", "/tenants//42", "Fencing-Token: 1"), 400, "bad-path"},
+		// A method the route does not fence, claiming one it does (a POST
+		// alone passes unfenced on /d/).
+		{"POST overriding to DELETE", rawPost("POST", "/d/x", "X-HTTP-Method-Override: DELETE"), 400, "bad-method"},
+		{"POST overriding to DELETE, stale", rawPost("POST", "/d/x", "Fencing-Token: 1", "X-HTTP-Method-Override: DELETE"), 400, "bad-method"},
+		{"GET overriding to POST", rawPost("GET", "/tenants/42/pay", "X-HTTP-Method-Override: POST"), 400, "bad-method"},
+		{"override with underscores", rawPost("GET", "/docs/a/x", "X_HTTP_Method: PUT"), 400, "bad-method"},
+		{"X-Method-Override", rawPost("OPTIONS", "/tenants/42", "X-Method-Override: PATCH"), 400, "bad-method"},
+		{"override at the current epoch", rawPost("POST", "/tenants/42/pay", "Fencing-Token: 5", "X-Http-Method-Override: DELETE"), 400, "bad-method"},
+		{"_method query parameter", rawPost("POST", "/d/x?_method=DELETE"), 400, "bad-method"},
 	} {
 		s, typ := rawExchange(t, p.proxy, c.raw)
 		if s != c.status || (c.problem != "" && typ != "urn:fencegw:problem:"+c.problem) {
@@ -190,8 +204,9 @@ func TestSignedTokenWithBadResourceIs400(t *testing.T) {
 	}
 }
 
-// TestEpochSourceResourceMustNotBeTheClients: config validation refuses a
-// route whose epoch source the client could choose.
+// TestEpochSourceResourceMustNotBeTheClients: config validation, and
+// fencegw serve before it opens or binds anything, refuse a route whose
+// epoch source the client could choose, naming the field.
 func TestEpochSourceResourceMustNotBeTheClients(t *testing.T) {
 	dir := t.TempDir()
 	for _, c := range []struct{ resource, source, want string }{
@@ -213,7 +228,31 @@ func TestEpochSourceResourceMustNotBeTheClients(t *testing.T) {
 		if code != 1 || !strings.Contains(stderr, want) {
 			t.Errorf("resource %q: exit %d %s, want %q", resource, code, stderr, want)
 		}
+		// fencegw serve refuses it too, before opening the store or
+		// listening: its addresses are taken, so a serve that got as far
+		// as listening would fail otherwise.
+		proxyLn, apiLn := holdPort(t), holdPort(t)
+		store := filepath.Join(dir, "s.db")
+		_, stderr, code = runCLI(t, "serve", "--config", cfg, "--store", store,
+			"--listen", proxyLn.Addr().String(), "--api-listen", apiLn.Addr().String())
+		if code != 2 || !strings.Contains(stderr, "invalid configuration") || !strings.Contains(stderr, want) {
+			t.Errorf("serve with resource %q: exit %d %s, want 2 and %q", resource, code, stderr, want)
+		}
+		if _, err := os.Stat(store); err == nil {
+			t.Errorf("serve with resource %q created the store before refusing", resource)
+		}
 	}
+}
+
+// holdPort binds a loopback port for the rest of the test.
+func holdPort(t *testing.T) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return ln
 }
 
 // TestGrantVisibleMeansFenced: on the embedded store, once any reader can
