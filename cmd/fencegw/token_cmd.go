@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/fencegw/fencegw/config"
 	"github.com/fencegw/fencegw/tokens/signed"
 )
 
@@ -30,8 +31,9 @@ func tokenCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	var keyFiles stringList
 	fs.Var(&keyFiles, "key", "a PEM key `file` to verify with (repeatable)")
 	api := addAPIFlags(fs, false)
-	issuer := fs.String("issuer", "fencegw", "expected `iss`")
-	audience := fs.String("audience", "fencegw", "expected `aud`")
+	defaults := config.Default().Signing
+	issuer := fs.String("issuer", defaults.Issuer, "expected `iss`")
+	audience := fs.String("audience", defaults.Audience, "expected `aud`")
 	// The token may come before or after the flags.
 	rest := args[1:]
 	var token string
