@@ -139,33 +139,28 @@ func (k ProblemKind) problem(detail string) Problem {
 // the lease name). An error that is no verdict and no refusal is a
 // failure to confirm: 503, with the error kept as the logged cause.
 func problemOf(err error) Problem {
-	var (
-		a         *answer
-		fe        *FramingError
-		tooLarge  *http.MaxBytesError
-		stale     *tokens.StaleEpochError
-		notIssued *tokens.EpochNotIssuedError
-		held      *tokens.LeaseHeldError
-		lost      *tokens.LeaseLostError
-		owned     *tokens.LeaseOwnedError
-		exhausted *tokens.EpochExhaustedError
-	)
-	switch {
-	case errors.As(err, &a):
+	if a, ok := errors.AsType[*answer](err); ok {
 		p := a.kind.problem(a.detail)
 		p.cause = a.cause
 		return p
-	case errors.As(err, &fe):
+	}
+	if fe, ok := errors.AsType[*FramingError](err); ok {
 		return framingProblem(fe)
-	case errors.As(err, &tooLarge):
+	}
+	if tooLarge, ok := errors.AsType[*http.MaxBytesError](err); ok {
 		return KindBodyTooLarge.problem(bodyTooLargeDetail(tooLarge))
-	case errors.As(err, &stale):
+	}
+	if stale, ok := errors.AsType[*tokens.StaleEpochError](err); ok {
 		return staleProblem(stale)
-	case errors.As(err, &notIssued):
+	}
+	if notIssued, ok := errors.AsType[*tokens.EpochNotIssuedError](err); ok {
 		p := KindEpochNotIssued.problem(notIssued.Error())
 		p.Resource, p.PresentedEpoch, p.CurrentEpoch = notIssued.Resource, epochPtr(notIssued.Presented), epochPtr(notIssued.Issued)
 		return p
-	case errors.As(err, &held), errors.As(err, &lost), errors.As(err, &owned), errors.As(err, &exhausted):
+	}
+	switch {
+	case isA[*tokens.LeaseHeldError](err), isA[*tokens.LeaseLostError](err), isA[*tokens.LeaseOwnedError](err),
+		isA[*tokens.EpochExhaustedError](err):
 		return leaseProblem(err)
 	case errors.Is(err, policy.ErrBadMethod):
 		return KindBadMethod.problem(err.Error())
@@ -200,4 +195,11 @@ func framingProblem(fe *FramingError) Problem {
 		return KindCodingUnknown.problem(fe.Detail)
 	}
 	return KindBadFraming.problem(fe.Detail)
+}
+
+// isA reports whether err's chain holds an E, without the allocation of
+// errors.As's pointer target.
+func isA[E error](err error) bool {
+	_, ok := errors.AsType[E](err)
+	return ok
 }

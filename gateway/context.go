@@ -10,32 +10,51 @@ import (
 type ctxKey int
 
 const (
-	routeKey ctxKey = iota
-	admissionKey
+	exchangeKey ctxKey = iota
 	apiKeyKey
 )
 
 // Admission records an admitted fenced request.
 type Admission = tokens.Admission
 
+// exchange is what the proxy's middleware learn of one request, kept in its
+// context once (by MatchRoute) and filled in as the request goes on, so
+// each step does not copy the request to add a value. Only the request's
+// own handler goroutine writes it, before the proxy forwards.
+type exchange struct {
+	route     *policy.Route
+	admission Admission
+	admitted  bool
+}
+
 // RouteFrom returns the route the request matched, if any.
 func RouteFrom(ctx context.Context) (*policy.Route, bool) {
-	r, ok := ctx.Value(routeKey).(*policy.Route)
-	return r, ok
+	ex, ok := ctx.Value(exchangeKey).(*exchange)
+	if !ok {
+		return nil, false
+	}
+	return ex.route, true
 }
 
 // AdmissionFrom returns the request's admission, if it was fenced and admitted.
 func AdmissionFrom(ctx context.Context) (Admission, bool) {
-	a, ok := ctx.Value(admissionKey).(Admission)
-	return a, ok
+	ex, ok := ctx.Value(exchangeKey).(*exchange)
+	if !ok || !ex.admitted {
+		return Admission{}, false
+	}
+	return ex.admission, true
 }
 
+// withRoute starts the exchange of a request that matched r.
 func withRoute(ctx context.Context, r *policy.Route) context.Context {
-	return context.WithValue(ctx, routeKey, r)
+	return context.WithValue(ctx, exchangeKey, &exchange{route: r})
 }
 
-func withAdmission(ctx context.Context, a Admission) context.Context {
-	return context.WithValue(ctx, admissionKey, a)
+// admit records a's admission in ctx's exchange, which MatchRoute started.
+func admit(ctx context.Context, a Admission) {
+	if ex, ok := ctx.Value(exchangeKey).(*exchange); ok {
+		ex.admission, ex.admitted = a, true
+	}
 }
 
 // APIKeyFrom returns the control API key the request was authenticated

@@ -25,7 +25,8 @@ func Fencing(fence *tokens.Fence, obs *Observer, log *slog.Logger) func(http.Han
 			a, err := decide(r, rt, fence, obs)
 			if err == nil {
 				obs.recordDecision(r, rt, a, nil)
-				next.ServeHTTP(w, r.WithContext(withAdmission(r.Context(), a)))
+				admit(r.Context(), a)
+				next.ServeHTTP(w, r)
 				return
 			}
 			p := problemOf(err)
@@ -47,10 +48,10 @@ func Fencing(fence *tokens.Fence, obs *Observer, log *slog.Logger) func(http.Han
 	}
 }
 
-// decide presents the request to the fence inside a fencing.check span.
+// decide presents the request to the fence inside a fencing.check span
+// (when the request's span records).
 func decide(r *http.Request, rt *policy.Route, fence *tokens.Fence, obs *Observer) (Admission, error) {
-	ctx, span := obs.span(r.Context(), "fencing.check")
-	defer span.End()
+	ctx, span := obs.childSpan(r.Context(), "fencing.check")
 	a, err := fence.Decide(ctx, tokens.Presented{
 		Tokens:   r.Header.Values(TokenHeader),
 		Verifier: rt.Verifier,
@@ -58,8 +59,11 @@ func decide(r *http.Request, rt *policy.Route, fence *tokens.Fence, obs *Observe
 		Resource: func() (string, error) { return rt.ResolveResource(r) },
 		Source:   rt.EpochSource,
 	})
-	span.SetAttributes(AttrResource.String(a.Resource), AttrEpochPresented.Int64(a.Epoch),
-		AttrDecision.String(string(tokens.DecisionOf(err))))
+	if span.IsRecording() {
+		span.SetAttributes(AttrResource.String(a.Resource), AttrEpochPresented.Int64(a.Epoch),
+			AttrDecision.String(string(tokens.DecisionOf(err))))
+		span.End()
+	}
 	return a, err
 }
 

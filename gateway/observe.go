@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -55,6 +56,7 @@ type Observer struct {
 	leaseRenewFailures metric.Int64Counter
 	leaseReleases      metric.Int64Counter
 	http               *httpMetrics
+	decisionSets       sync.Map // decisionKey -> attribute.Set
 }
 
 // NewObserver builds an Observer. Nil providers observe nothing; a nil
@@ -98,17 +100,39 @@ func (o *Observer) span(ctx context.Context, name string, attrs ...attribute.Key
 	return o.tracer.Start(ctx, name, trace.WithAttributes(attrs...))
 }
 
+// childSpan starts an internal child span of ctx's span when that span
+// records; otherwise it returns ctx and its own non-recording span, which
+// costs nothing (a parent-based sampler would not record the child either).
+func (o *Observer) childSpan(ctx context.Context, name string) (context.Context, trace.Span) {
+	if parent := trace.SpanFromContext(ctx); !parent.IsRecording() {
+		return ctx, parent
+	}
+	return o.tracer.Start(ctx, name)
+}
+
 // recordDecision puts a fencing decision on the request's span, adds the
-// stale-write event, and counts it. p is nil for an admission.
+// stale-write event, and counts it. p is nil for an admission. Attributes
+// are computed only for a span that records; the count's attribute set is
+// built once per route and decision.
 func (o *Observer) recordDecision(r *http.Request, rt *policy.Route, a Admission, p *Problem) {
 	d := tokens.DecisionAdmitted
 	if p != nil {
 		d = p.Decision()
 	}
-	span := trace.SpanFromContext(r.Context())
-	span.SetName(r.Method + " " + rt.Prefix)
-	attrs := []attribute.KeyValue{AttrRoute.String(rt.Name), AttrDecision.String(string(d)),
-		semconv.HTTPRoute(rt.Prefix)}
+	if span := trace.SpanFromContext(r.Context()); span.IsRecording() {
+		span.SetName(r.Method + " " + rt.Prefix)
+		attrs := decisionAttrs(rt, a, p, d)
+		span.SetAttributes(attrs...)
+		if d == tokens.DecisionStale {
+			span.AddEvent(EventStaleWriteRejected, trace.WithAttributes(attrs...))
+		}
+	}
+	o.decisions.Add(r.Context(), 1, metric.WithAttributeSet(o.decisionSet(rt.Name, d)))
+}
+
+// decisionAttrs are a decision's span attributes.
+func decisionAttrs(rt *policy.Route, a Admission, p *Problem, d tokens.Decision) []attribute.KeyValue {
+	attrs := []attribute.KeyValue{AttrRoute.String(rt.Name), AttrDecision.String(string(d)), semconv.HTTPRoute(rt.Prefix)}
 	if a.Resource != "" {
 		attrs = append(attrs, AttrResource.String(a.Resource))
 	}
@@ -123,11 +147,25 @@ func (o *Observer) recordDecision(r *http.Request, rt *policy.Route, a Admission
 	if a.Holder != "" {
 		attrs = append(attrs, AttrHolder.String(a.Holder))
 	}
-	span.SetAttributes(attrs...)
-	if d == tokens.DecisionStale {
-		span.AddEvent(EventStaleWriteRejected, trace.WithAttributes(attrs...))
+	return attrs
+}
+
+// decisionKey names one attribute set of the decisions counter.
+type decisionKey struct {
+	route    string
+	decision tokens.Decision
+}
+
+// decisionSet returns the counter's attribute set for route and d, built
+// once (routes and decisions are few).
+func (o *Observer) decisionSet(route string, d tokens.Decision) attribute.Set {
+	k := decisionKey{route, d}
+	if s, ok := o.decisionSets.Load(k); ok {
+		return s.(attribute.Set)
 	}
-	o.decisions.Add(r.Context(), 1, metric.WithAttributes(attribute.String("route", rt.Name), attribute.String("decision", string(d))))
+	s := attribute.NewSet(attribute.String("route", route), attribute.String("decision", string(d)))
+	o.decisionSets.Store(k, s)
+	return s
 }
 
 // audit keeps a refusal in the audit.

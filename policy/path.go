@@ -106,9 +106,8 @@ func CheckMethod(m string) error {
 // reads that field.
 func CheckMethodOverride(r *http.Request) error {
 	for name, v := range r.Header {
-		key := tokens.HeaderKey(name)
 		for _, o := range tokens.MethodOverrideHeaders {
-			if key == o {
+			if tokens.SameHeaderKey(name, o) {
 				return fmt.Errorf("%w: %s with %s: %q, which some upstreams read as the method; send the method itself in the request line",
 					ErrBadMethod, r.Method, name, strings.Join(v, ", "))
 			}

@@ -140,24 +140,27 @@ func sourceVerdict(err error, resource string) error {
 // DecisionOf names the decision an error of Decide (or Admit) stands for;
 // nil is DecisionAdmitted.
 func DecisionOf(err error) Decision {
-	var (
-		stale     *StaleEpochError
-		notIssued *EpochNotIssuedError
-	)
 	switch {
 	case err == nil:
 		return DecisionAdmitted
-	case errors.As(err, &stale):
+	case isA[*StaleEpochError](err):
 		return DecisionStale
 	case errors.Is(err, ErrMissingToken):
 		return DecisionMissing
 	case errors.Is(err, ErrUnauthenticated):
 		return DecisionForged
-	case errors.As(err, &notIssued), errors.Is(err, ErrWrongResource):
+	case isA[*EpochNotIssuedError](err), errors.Is(err, ErrWrongResource):
 		return DecisionForbidden
 	case errors.Is(err, ErrMalformedToken), errors.Is(err, ErrInvalidEpoch), errors.Is(err, ErrInvalidResource),
 		errors.Is(err, ErrNoResource):
 		return DecisionInvalid
 	}
 	return DecisionUnavailable
+}
+
+// isA reports whether err's chain holds an E (errors.AsType, which does not
+// allocate as errors.As with a pointer target does).
+func isA[E error](err error) bool {
+	_, ok := errors.AsType[E](err)
+	return ok
 }

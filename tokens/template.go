@@ -227,3 +227,24 @@ var MethodOverrideHeaders = []string{"x-http-method-override", "x-http-method", 
 func HeaderKey(name string) string {
 	return strings.ReplaceAll(strings.ToLower(name), "_", "-")
 }
+
+// SameHeaderKey reports whether HeaderKey(name) == key, for a key already
+// in that form (lower case, "-"), without allocating.
+func SameHeaderKey(name, key string) bool {
+	if len(name) != len(key) {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c == '_':
+			c = '-'
+		case 'A' <= c && c <= 'Z':
+			c += 'a' - 'A'
+		}
+		if c != key[i] {
+			return false
+		}
+	}
+	return true
+}

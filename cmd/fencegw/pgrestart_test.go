@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fencegw/fencegw/internal/testpg"
 )
@@ -36,11 +37,16 @@ func TestPostgresRestartThroughTheBinary(t *testing.T) {
 	if n := len(up.lines()); n != before {
 		t.Fatalf("the upstream received %d writes while the store was down", n-before)
 	}
+	// The line is written before the answer, but reaches the test through
+	// a pipe: wait for it.
 	var logged string
-	for _, l := range strings.Split(p.stderr.String(), "\n") {
-		if strings.Contains(l, `"status":503`) {
-			logged = l
+	for deadline := time.Now().Add(10 * time.Second); logged == "" && time.Now().Before(deadline); {
+		for _, l := range strings.Split(p.stderr.String(), "\n") {
+			if strings.Contains(l, `"status":503`) {
+				logged = l
+			}
 		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	if !strings.Contains(logged, `"error":"`) || !strings.Contains(logged, "advance") {
 		t.Fatalf("the 503 is logged without its cause: %q\n%s", logged, p.stderr.String())
