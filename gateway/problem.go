@@ -63,9 +63,10 @@ func writeProblem(w http.ResponseWriter, r *http.Request, p Problem) {
 		p.TraceID = sc.TraceID().String()
 	}
 	h := w.Header()
-	h.Set("Content-Type", ProblemContentType)
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Content-Type-Options", "nosniff")
+	// Shared, never modified values: no slice per answer.
+	h["Content-Type"] = problemContentType
+	h["Cache-Control"] = noStore
+	h["X-Content-Type-Options"] = noSniff
 	if p.Status == http.StatusUnauthorized && h.Get("WWW-Authenticate") == "" {
 		// RFC 9110: a 401 names its scheme. Fencing tokens travel in their
 		// own header; the parameters say which check failed.
@@ -83,6 +84,13 @@ func writeProblem(w http.ResponseWriter, r *http.Request, p Problem) {
 	*buf = b
 	problemBuffers.Put(buf)
 }
+
+// Header values every problem answer sends.
+var (
+	problemContentType = []string{ProblemContentType}
+	noStore            = []string{"no-store"}
+	noSniff            = []string{"nosniff"}
+)
 
 // problemBuffers recycles the buffers problem documents are written into.
 var problemBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}

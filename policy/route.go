@@ -184,12 +184,11 @@ func (t *Table) Routes() []*Route { return t.routes }
 
 // Match returns the route for req, or nil if none serves it.
 func (t *Table) Match(req *http.Request) *Route {
-	host := req.Host
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(host, ".") // "api.example." is "api.example"
+	var host string // the request's host, read at the first route that names one
 	for _, r := range t.routes {
+		if r.Host != "" && host == "" {
+			host = requestHost(req)
+		}
 		if r.Host != "" && !strings.EqualFold(r.Host, host) {
 			continue
 		}
@@ -198,4 +197,14 @@ func (t *Table) Match(req *http.Request) *Route {
 		}
 	}
 	return nil
+}
+
+// requestHost is req's Host without its port and trailing dot
+// ("api.example.:8080" is "api.example").
+func requestHost(req *http.Request) string {
+	host := req.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	return strings.TrimSuffix(host, ".")
 }

@@ -20,6 +20,9 @@ var ErrAmbiguousHeader = fmt.Errorf("%w: its header is ambiguous", ErrUnresolved
 
 // Render names the resource of req, whose path is under prefix, by t.
 func Render(t *tokens.Template, req *http.Request, prefix string) (string, error) {
+	if s, ok := t.Static(); ok {
+		return s, nil // no view to build
+	}
 	return t.Render(&requestView{req: req, prefix: prefix})
 }
 
