@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -23,7 +24,7 @@ var (
 	rounds   = flag.Int("rounds", 3, "interleaved rounds per row; the table reports medians")
 	duration = flag.Duration("duration", 4*time.Second, "length of one wrk run")
 	conns    = flag.Int("conns", 32, "wrk connections")
-	only     = flag.String("only", "", "run only the rows whose name contains this")
+	only     = flag.String("only", "", "run only the rows whose name matches this regular expression")
 	many     = flag.Duration("many", 10*time.Second, "length of the many-resources run (0: skip)")
 )
 
@@ -93,7 +94,11 @@ func BenchmarkTable(b *testing.B) {
 	for _, g := range []*gateway{embedded, pg, etcd} {
 		g.write(b, "/raw/send", "5", 201, 202) // the raw rows' HWM
 	}
-	rows = slices.DeleteFunc(rows, func(r *row) bool { return !strings.Contains(r.name, *only) })
+	keep, err := regexp.Compile(*only)
+	if err != nil {
+		b.Fatalf("-only: %v", err)
+	}
+	rows = slices.DeleteFunc(rows, func(r *row) bool { return !keep.MatchString(r.name) })
 	for round := 0; round < *rounds; round++ {
 		for _, r := range rows {
 			res, err := runWrk(dir, r.url, r.load, *conns, *duration, cpuLoad)

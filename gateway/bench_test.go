@@ -97,7 +97,7 @@ func BenchmarkProxy(b *testing.B) {
 
 // serveForBench serves s on loopback ports with Serve and returns the
 // proxy's URL and a function that stops serving.
-func serveForBench(b *testing.B, s *server.Server) (string, func()) {
+func serveForBench(b testing.TB, s *server.Server) (string, func()) {
 	ls := server.Listeners{Proxy: listenLoopback(b), Control: listenLoopback(b)}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -25,6 +25,8 @@ type exchange struct {
 	route     *policy.Route
 	admission Admission
 	admitted  bool
+	// body is the request's whole body when smallBodies read it.
+	body []byte
 }
 
 // RouteFrom returns the route the request matched, if any.
@@ -48,6 +50,12 @@ func AdmissionFrom(ctx context.Context) (Admission, bool) {
 // withRoute starts the exchange of a request that matched r.
 func withRoute(ctx context.Context, r *policy.Route) context.Context {
 	return context.WithValue(ctx, exchangeKey, &exchange{route: r})
+}
+
+// exchangeFrom returns ctx's exchange, if MatchRoute started one.
+func exchangeFrom(ctx context.Context) (*exchange, bool) {
+	ex, ok := ctx.Value(exchangeKey).(*exchange)
+	return ex, ok
 }
 
 // admit records a's admission in ctx's exchange, which MatchRoute started.

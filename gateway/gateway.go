@@ -138,8 +138,12 @@ func smallBodies(fail func(http.ResponseWriter, *http.Request, error)) func(http
 				fail(w, r, err)
 				return
 			}
-			// An in-memory body: net/http writes it with the head.
+			// An in-memory body: net/http writes it with the head (rewrite
+			// gives the proxy's outgoing request its own reader over b).
 			r.Body = io.NopCloser(bytes.NewReader(b))
+			if ex, ok := exchangeFrom(r.Context()); ok {
+				ex.body = b
+			}
 			next.ServeHTTP(w, r)
 		})
 	}

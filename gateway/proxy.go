@@ -1,9 +1,11 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -46,6 +48,9 @@ func NewTransport(o TransportOptions) *http.Transport {
 		TLSHandshakeTimeout:   10 * time.Second,
 		ResponseHeaderTimeout: o.ResponseHeaderTimeout,
 		ExpectContinueTimeout: time.Second,
+		// A small body (up to SmallBodyMax) and a usual head fit in one
+		// buffer: one write per request.
+		WriteBufferSize: SmallBodyMax + 4<<10,
 		TLSClientConfig:       o.TLS,
 	}
 }
@@ -99,6 +104,12 @@ func rewrite(pr *httputil.ProxyRequest) {
 	if a, ok := AdmissionFrom(ctx); ok {
 		h[EpochHeader] = []string{strconv.FormatInt(a.Epoch, 10)}
 		h[ResourceHeader] = []string{a.Resource}
+	}
+	if ex, ok := exchangeFrom(ctx); ok && ex.body != nil {
+		// ReverseProxy hides the body behind a wrapper net/http cannot
+		// see through; an in-memory reader lets it send head and body in
+		// one write.
+		pr.Out.Body = io.NopCloser(bytes.NewReader(ex.body))
 	}
 }
 
