@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fencegw/fencegw/config"
 	"github.com/fencegw/fencegw/gateway"
@@ -35,7 +36,7 @@ func BenchmarkProxy(b *testing.B) {
 
 	bare := httptest.NewServer(&httputil.ReverseProxy{
 		Rewrite:   func(pr *httputil.ProxyRequest) { pr.SetURL(u); pr.SetXForwarded() },
-		Transport: gateway.NewTransport(gateway.TransportOptions{}),
+		Transport: &http.Transport{MaxIdleConns: 1024, MaxIdleConnsPerHost: 256, IdleConnTimeout: 90 * time.Second},
 	})
 	defer bare.Close()
 

@@ -3,7 +3,6 @@ package gateway
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"errors"
 	"io"
 	"log/slog"
@@ -13,47 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 )
-
-// TransportOptions tune the connections to upstreams.
-type TransportOptions struct {
-	// DialTimeout bounds connecting to an upstream (0: the system's bound).
-	DialTimeout time.Duration
-	// ResponseHeaderTimeout bounds the wait for an upstream's response
-	// headers once the request is sent (0: unbounded); past it the client
-	// gets 504.
-	ResponseHeaderTimeout time.Duration
-	// MaxIdleConnsPerHost is the pool of idle connections kept per upstream
-	// (default 256).
-	MaxIdleConnsPerHost int
-	// TLS, when set, configures TLS toward upstreams (a CA bundle, a server
-	// name); the system's roots otherwise.
-	TLS *tls.Config
-}
-
-// NewTransport returns the transport the proxy uses: pooled keep-alive
-// connections, bounded dial and response-header waits.
-func NewTransport(o TransportOptions) *http.Transport {
-	if o.MaxIdleConnsPerHost <= 0 {
-		o.MaxIdleConnsPerHost = 256
-	}
-	d := &net.Dialer{Timeout: o.DialTimeout, KeepAlive: 30 * time.Second}
-	return &http.Transport{
-		DialContext:           d.DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          4 * o.MaxIdleConnsPerHost,
-		MaxIdleConnsPerHost:   o.MaxIdleConnsPerHost,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ResponseHeaderTimeout: o.ResponseHeaderTimeout,
-		ExpectContinueTimeout: time.Second,
-		// A small body (up to SmallBodyMax) and a usual head fit in one
-		// buffer: one write per request.
-		WriteBufferSize: SmallBodyMax + 4<<10,
-		TLSClientConfig:       o.TLS,
-	}
-}
 
 // routeTransport sends each request through its route's own transport when
 // it has one, through def otherwise.

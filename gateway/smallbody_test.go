@@ -30,15 +30,14 @@ func (c writeCountingConn) Write(p []byte) (int, error) {
 func TestSmallBodiesLeaveInOneWrite(t *testing.T) {
 	up := newUpstream(t)
 	var writes atomic.Int64
-	tr := gateway.NewTransport(gateway.TransportOptions{})
-	dial := tr.DialContext
-	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := dial(ctx, network, addr)
+	var d net.Dialer
+	tr := gateway.NewTransport(gateway.TransportOptions{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := d.DialContext(ctx, network, addr)
 		if err != nil {
 			return nil, err
 		}
 		return writeCountingConn{c, &writes}, nil
-	}
+	}})
 	t.Cleanup(tr.CloseIdleConnections)
 	c := embeddedConfig(t)
 	c.Routes = []config.Route{{Prefix: "/w/", Upstream: up.srv.URL, Tokens: config.TokensRaw, Resource: "r"}}

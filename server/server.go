@@ -77,7 +77,7 @@ type Server struct {
 
 	mu         sync.Mutex // guards sources and transports across reloads
 	sources    *sourceSet
-	transports []*http.Transport
+	transports []*gateway.Transport
 }
 
 // New assembles a gateway from c, which must be valid (see Validate). ctx
@@ -216,7 +216,7 @@ func (s *Server) routeTable(c config.Config, sources *sourceSet) (*policy.Table,
 // TLS settings.
 func (s *Server) upstreamTransport(tc *tls.Config) http.RoundTripper { return s.newTransport(tc) }
 
-func (s *Server) newTransport(tc *tls.Config) *http.Transport {
+func (s *Server) newTransport(tc *tls.Config) *gateway.Transport {
 	t := gateway.NewTransport(gateway.TransportOptions{DialTimeout: s.cfg.UpstreamDialTimeout.D(),
 		ResponseHeaderTimeout: s.cfg.UpstreamResponseHeaderTimeout.D(), TLS: tc})
 	s.mu.Lock()
