@@ -25,10 +25,7 @@ type Factory func(t *testing.T) tokens.Store
 // Run runs the contract suite. fresh is called once per subtest and must
 // return a Factory over state that no other subtest sees.
 func Run(t *testing.T, fresh func(t *testing.T) Factory) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, f Factory)
-	}{
+	runCases(t, fresh, []contractCase{
 		{"UnknownIsZero", testUnknownIsZero},
 		{"AdvanceSequence", testAdvanceSequence},
 		{"IntegerOrder", testIntegerOrder},
@@ -41,10 +38,22 @@ func Run(t *testing.T, fresh func(t *testing.T) Factory) {
 		{"SharedBetweenClients", testSharedBetweenClients},
 		{"CancelledContext", testCancelledContext},
 		{"Ping", testPing},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			tt.fn(t, fresh(t))
+	})
+}
+
+// contractCase is one case of a contract suite: what it checks of the
+// state a Factory opens.
+type contractCase struct {
+	name string
+	fn   func(t *testing.T, f Factory)
+}
+
+// runCases runs each case as a subtest with a Factory over fresh state of
+// its own.
+func runCases(t *testing.T, fresh func(t *testing.T) Factory, cases []contractCase) {
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.fn(t, fresh(t))
 		})
 	}
 }
