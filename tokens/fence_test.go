@@ -290,55 +290,44 @@ func raiseTo(v *atomic.Int64, h int64) {
 // reload the HWM before it answers from memory again.
 func TestFenceAcquireKeepsCacheOnVerdicts(t *testing.T) {
 	owner := tokens.Caller{Name: "key-one"}
+	acquire := func(f *tokens.Fence, holder string, by tokens.Caller) (tokens.Grant, error) {
+		return f.Acquire(context.Background(), "r", holder, time.Minute, by)
+	}
+	heldByNodeA := func(t *testing.T, f *tokens.Fence, _ *observedStore) int64 {
+		g, err := acquire(f, "node-a", owner)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g.Epoch
+	}
+	// Each case prepares the fence and returns the HWM; then holder
+	// acquires r as by, and want accepts the error that must follow.
 	cases := []struct {
 		name    string
-		prepare func(t *testing.T, f *tokens.Fence, s *observedStore) int64 // returns the HWM
-		acquire func(f *tokens.Fence) error
+		prepare func(t *testing.T, f *tokens.Fence, s *observedStore) int64
+		holder  string
+		by      tokens.Caller
 		want    func(error) bool
 		reload  bool
 	}{
 		{"exhausted", func(t *testing.T, f *tokens.Fence, _ *observedStore) int64 {
 			admitted(t, f, "r", math.MaxInt64)
 			return math.MaxInt64
-		}, func(f *tokens.Fence) error {
-			_, err := f.Acquire(context.Background(), "r", "node-a", time.Minute, owner)
-			return err
-		}, func(err error) bool { return errors.As(err, new(*tokens.EpochExhaustedError)) }, false},
-		{"held", func(t *testing.T, f *tokens.Fence, _ *observedStore) int64 {
-			g, err := f.Acquire(context.Background(), "r", "node-a", time.Minute, owner)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return g.Epoch
-		}, func(f *tokens.Fence) error {
-			_, err := f.Acquire(context.Background(), "r", "node-b", time.Minute, owner)
-			return err
-		}, func(err error) bool { return errors.As(err, new(*tokens.LeaseHeldError)) }, false},
-		{"owned", func(t *testing.T, f *tokens.Fence, _ *observedStore) int64 {
-			g, err := f.Acquire(context.Background(), "r", "node-a", time.Minute, owner)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return g.Epoch
-		}, func(f *tokens.Fence) error {
-			_, err := f.Acquire(context.Background(), "r", "node-a", time.Minute, tokens.Caller{Name: "key-two"})
-			return err
-		}, func(err error) bool { return errors.As(err, new(*tokens.LeaseOwnedError)) }, false},
+		}, "node-a", owner, func(err error) bool { return errors.As(err, new(*tokens.EpochExhaustedError)) }, false},
+		{"held", heldByNodeA, "node-b", owner, func(err error) bool { return errors.As(err, new(*tokens.LeaseHeldError)) }, false},
+		{"owned", heldByNodeA, "node-a", tokens.Caller{Name: "key-two"}, func(err error) bool { return errors.As(err, new(*tokens.LeaseOwnedError)) }, false},
 		{"unknown outcome", func(t *testing.T, f *tokens.Fence, s *observedStore) int64 {
 			admitted(t, f, "r", 4)
 			s.acquireErr = errors.New("connection reset after commit")
 			return 5 // the grant happened
-		}, func(f *tokens.Fence) error {
-			_, err := f.Acquire(context.Background(), "r", "node-a", time.Minute, owner)
-			return err
-		}, func(err error) bool { return err != nil && !tokens.IsVerdict(err) }, true},
+		}, "node-a", owner, func(err error) bool { return err != nil && !tokens.IsVerdict(err) }, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			s := newObserved(t, false)
 			f := tokens.NewFence(s, tokens.FenceOptions{})
 			hwm := c.prepare(t, f, s)
-			if err := c.acquire(f); !c.want(err) {
+			if _, err := acquire(f, c.holder, c.by); !c.want(err) {
 				t.Fatalf("Acquire = %v", err)
 			}
 			s.acquireErr = nil
