@@ -46,9 +46,7 @@ func leading(t *testing.T, g *testGateway, name string) (*leader.Elector, *recor
 	cfg := testConfig(t, g, name, "node-a", rec)
 	// Renew rarely: nothing but the Transport should end the term.
 	cfg.LeaseDuration, cfg.RenewDeadline, cfg.RenewInterval = 20*time.Second, 15*time.Second, 7*time.Second
-	e := mustNew(t, cfg)
-	runElector(t, e.Run)
-	s := receive(t, rec.started, wait, "node-a to lead")
+	e, _, s := lead(t, cfg, rec)
 	return e, rec, s.term
 }
 
