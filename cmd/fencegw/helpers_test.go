@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -153,6 +154,57 @@ func exitCode(err error) int {
 		return ee.ExitCode()
 	}
 	return -1
+}
+
+// holdingGateway is a gateway whose upstream holds the write it receives
+// until finish lets it answer 202.
+type holdingGateway struct {
+	*proc
+	entered chan struct{} // closed when the upstream holds the write
+	release func()
+	status  chan int // the write's status
+}
+
+// startHolding starts a holdingGateway over a fresh embedded store, its
+// one route /w/ taking raw epochs.
+func startHolding(t *testing.T) *holdingGateway {
+	t.Helper()
+	g := &holdingGateway{entered: make(chan struct{}), status: make(chan int, 1)}
+	released := make(chan struct{})
+	var once sync.Once
+	g.release = func() { once.Do(func() { close(released) }) }
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(g.entered)
+		<-released
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	t.Cleanup(up.Close)
+	t.Cleanup(g.release) // before up.Close, which waits for the write
+	g.proc = start(t, "--store", filepath.Join(t.TempDir(), "s.db"), "--route", "/w/="+up.URL)
+	return g
+}
+
+// sigtermMidWrite sends a write and, once the upstream holds it, SIGTERM.
+func (g *holdingGateway) sigtermMidWrite(t *testing.T) {
+	t.Helper()
+	go func() { g.status <- post(t, g.proxy+"/w/x", "1", "r") }()
+	<-g.entered
+	if err := g.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// finish lets the upstream answer the write it holds, and fails t unless
+// the write was answered 202 and the gateway then exited 0.
+func (g *holdingGateway) finish(t *testing.T) {
+	t.Helper()
+	g.release()
+	if s := <-g.status; s != http.StatusAccepted {
+		t.Fatalf("in-flight write = %d, want 202", s)
+	}
+	if code := g.wait(t); code != 0 {
+		t.Fatalf("exit %d, want 0\n%s", code, g.stderr.String())
+	}
 }
 
 // recorder is an upstream that answers every request with one status and

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -86,20 +85,8 @@ routes:
 // TestSIGTERMDrainsInFlight sends SIGTERM while a write is in flight: the
 // write completes, and the process exits 0.
 func TestSIGTERMDrainsInFlight(t *testing.T) {
-	entered := make(chan struct{})
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		close(entered)
-		time.Sleep(time.Second)
-		w.WriteHeader(http.StatusAccepted)
-	}))
-	defer up.Close()
-	p := start(t, "--store", filepath.Join(t.TempDir(), "s.db"), "--route", "/w/="+up.URL)
-	status := make(chan int, 1)
-	go func() { status <- post(t, p.proxy+"/w/x", "1", "r") }()
-	<-entered
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
+	p := startHolding(t)
+	p.sigtermMidWrite(t)
 	// While the write drains, the gateway says it is not ready.
 	deadline := time.Now().Add(500 * time.Millisecond)
 	for {
@@ -115,12 +102,7 @@ func TestSIGTERMDrainsInFlight(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if s := <-status; s != http.StatusAccepted {
-		t.Fatalf("in-flight write = %d, want 202", s)
-	}
-	if code := p.wait(t); code != 0 {
-		t.Fatalf("exit %d, want 0\n%s", code, p.stderr.String())
-	}
+	p.finish(t)
 	if !strings.Contains(p.stderr.String(), "stopped cleanly") {
 		t.Fatalf("no clean stop logged:\n%s", p.stderr.String())
 	}
