@@ -336,12 +336,10 @@ func testLeaseSurvivesRestart(t *testing.T, f Factory) {
 }
 
 func testLeaseShared(t *testing.T, f Factory) {
-	s1 := f(t)
-	if s1.Exclusive() {
-		t.Log("exclusive store: no second client to test")
+	s1, s2, ok := twoClients(t, f)
+	if !ok {
 		return
 	}
-	s2 := f(t)
 	g := mustAcquire(t, s1, "shared-lease", "node-a", 15*time.Second)
 	_, err := s2.Acquire(ctx(t), "shared-lease", "node-b", 15*time.Second, anon)
 	MustBeHeld(t, err, "node-a", g.Epoch)

@@ -255,15 +255,24 @@ func testSurvivesRestart(t *testing.T, f Factory) {
 	mustAdvance(t, s2, "durable", 43)
 }
 
-func testSharedBetweenClients(t *testing.T, f Factory) {
-	s1 := f(t)
+// twoClients opens two clients of f's state, as two replicas would. An
+// exclusive store has one writer process by construction (the restart
+// cases cover its only way of sharing state): for one, twoClients logs so
+// and returns ok false.
+func twoClients(t *testing.T, f Factory) (s1, s2 tokens.Store, ok bool) {
+	s1 = f(t)
 	if s1.Exclusive() {
-		// An exclusive store has one writer process by construction; the
-		// restart test covers its only way of sharing state.
 		t.Log("exclusive store: no second client to test")
+		return s1, nil, false
+	}
+	return s1, f(t), true
+}
+
+func testSharedBetweenClients(t *testing.T, f Factory) {
+	s1, s2, ok := twoClients(t, f)
+	if !ok {
 		return
 	}
-	s2 := f(t)
 	mustAdvance(t, s1, "shared", 5)
 	mustCurrent(t, s2, "shared", 5)
 	mustBeStale(t, s2, "shared", 3, 5)
