@@ -84,6 +84,16 @@ func refused(t *testing.T, f *tokens.Fence, r string, e, current int64) {
 	}
 }
 
+// unavailable fails t unless Admit(r, e) fails as unavailable, as while the
+// store is down.
+func unavailable(t *testing.T, f *tokens.Fence, r string, e int64) {
+	t.Helper()
+	var u *tokens.UnavailableError
+	if err := f.Admit(context.Background(), r, e); !errors.As(err, &u) {
+		t.Fatalf("Admit(%q, %d) with store down = %v, want *UnavailableError", r, e, err)
+	}
+}
+
 func TestFenceExclusiveAnswersFromMemory(t *testing.T) {
 	s := newObserved(t, false)
 	f := tokens.NewFence(s, tokens.FenceOptions{})
@@ -100,10 +110,7 @@ func TestFenceExclusiveAnswersFromMemory(t *testing.T) {
 	// epoch is admitted even while the store is failing, but a raise is not.
 	s.down.Store(true)
 	admitted(t, f, "r", 2)
-	var unavailable *tokens.UnavailableError
-	if err := f.Admit(context.Background(), "r", 3); !errors.As(err, &unavailable) {
-		t.Fatalf("Admit(3) with store down = %v, want *UnavailableError", err)
-	}
+	unavailable(t, f, "r", 3)
 	s.down.Store(false)
 	admitted(t, f, "r", 3)
 }
@@ -139,12 +146,8 @@ func TestFenceSharedFailsClosed(t *testing.T) {
 	f := tokens.NewFence(s, tokens.FenceOptions{})
 	admitted(t, f, "r", 5)
 	s.down.Store(true)
-	for _, e := range []int64{5, 6} {
-		var unavailable *tokens.UnavailableError
-		if err := f.Admit(context.Background(), "r", e); !errors.As(err, &unavailable) {
-			t.Fatalf("Admit(%d) with store down = %v, want *UnavailableError", e, err)
-		}
-	}
+	unavailable(t, f, "r", 5)
+	unavailable(t, f, "r", 6)
 	// Stale is still known from memory.
 	refused(t, f, "r", 4, 5)
 	s.down.Store(false)
@@ -209,8 +212,8 @@ func TestFenceConfirmCallerGivesUp(t *testing.T) {
 	stays := make(chan error, 1)
 	go func() { stays <- f.Admit(context.Background(), "r", 3) }()
 	cancel()
-	var unavailable *tokens.UnavailableError
-	if err := <-gaveUp; !errors.As(err, &unavailable) || !errors.Is(err, context.Canceled) {
+	var u *tokens.UnavailableError
+	if err := <-gaveUp; !errors.As(err, &u) || !errors.Is(err, context.Canceled) {
 		t.Fatalf("Admit with its context cancelled = %v, want *UnavailableError wrapping context.Canceled", err)
 	}
 	s.gate <- struct{}{} // the read that was in flight when the second arrived
