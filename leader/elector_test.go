@@ -31,6 +31,13 @@ func testConfig(t *testing.T, g *testGateway, name, holder string, rec *recorder
 	return c
 }
 
+// nodeA returns node-a's testConfig for the lease name on g, and the
+// recorder its callbacks report to.
+func nodeA(t *testing.T, g *testGateway, name string) (leader.Config, *recorder) {
+	rec := newRecorder("a", nil)
+	return testConfig(t, g, name, "node-a", rec), rec
+}
+
 // writeClient is a client whose writes go through e's Transport.
 func writeClient(t *testing.T, e *leader.Elector) *http.Client {
 	base := http.DefaultTransport.(*http.Transport).Clone()
@@ -110,8 +117,8 @@ func TestValidate(t *testing.T) {
 func TestElectAndRenew(t *testing.T) {
 	const name = "invoice-sweeper"
 	g := newGateway(t, name)
-	rec := newRecorder("a", nil)
-	e := mustNew(t, testConfig(t, g, name, "node-a", rec))
+	cfg, rec := nodeA(t, g, name)
+	e := mustNew(t, cfg)
 	if _, ok := e.Current(); ok {
 		t.Fatal("Current reports a term before Run")
 	}
@@ -256,8 +263,7 @@ func TestTakeoverFencesOld(t *testing.T) {
 func TestStepDownOn412(t *testing.T) {
 	const name = "invoice-sweeper"
 	g := newGateway(t, name)
-	rec := newRecorder("a", nil)
-	cfg := testConfig(t, g, name, "node-a", rec)
+	cfg, rec := nodeA(t, g, name)
 	// Renew rarely, so that the 412 and not a refused renewal tells node-a.
 	cfg.LeaseDuration, cfg.RenewDeadline, cfg.RenewInterval = 10*time.Second, 8*time.Second, 7*time.Second
 	e, stop, s := lead(t, cfg, rec)
@@ -300,8 +306,8 @@ func TestStepDownOn412(t *testing.T) {
 func TestRenewRefused(t *testing.T) {
 	const name = "invoice-sweeper"
 	g := newGateway(t, name)
-	rec := newRecorder("a", nil)
-	_, stop, s := lead(t, testConfig(t, g, name, "node-a", rec), rec)
+	cfg, rec := nodeA(t, g, name)
+	_, stop, s := lead(t, cfg, rec)
 
 	// Another holder takes the lease behind node-a's back.
 	g.handOver(t, name, "node-a", s.term.Epoch, "node-b")
@@ -317,8 +323,7 @@ func TestRenewRefused(t *testing.T) {
 func TestReleaseOnCancel(t *testing.T) {
 	const name = "invoice-sweeper"
 	g := newGateway(t, name)
-	rec := newRecorder("a", nil)
-	cfg := testConfig(t, g, name, "node-a", rec)
+	cfg, rec := nodeA(t, g, name)
 	cfg.ReleaseOnCancel = true
 	_, stop, _ := lead(t, cfg, rec)
 
@@ -344,8 +349,8 @@ func TestReleaseOnCancel(t *testing.T) {
 func TestStepDownCampaignsAgain(t *testing.T) {
 	const name = "invoice-sweeper"
 	g := newGateway(t, name)
-	rec := newRecorder("a", nil)
-	e, stop, s1 := lead(t, testConfig(t, g, name, "node-a", rec), rec)
+	cfg, rec := nodeA(t, g, name)
+	e, stop, s1 := lead(t, cfg, rec)
 
 	resync := errors.New("resync")
 	e.StepDown(resync)
@@ -404,8 +409,7 @@ func TestAPIKeys(t *testing.T) {
 		}
 	}
 
-	rec := newRecorder("a", nil)
-	cfg := testConfig(t, g, name, "node-a", rec)
+	cfg, rec := nodeA(t, g, name)
 	cfg.APIKey = "s3cret"
 	_, stop, _ := lead(t, cfg, rec)
 	awaitRenewal(t, rec)
@@ -414,8 +418,8 @@ func TestAPIKeys(t *testing.T) {
 
 func TestRunTwice(t *testing.T) {
 	g := newGateway(t, "invoice-sweeper")
-	rec := newRecorder("a", nil)
-	e, stop, _ := lead(t, testConfig(t, g, "invoice-sweeper", "node-a", rec), rec)
+	cfg, rec := nodeA(t, g, "invoice-sweeper")
+	e, stop, _ := lead(t, cfg, rec)
 	if err := e.Run(context.Background()); !errors.Is(err, leader.ErrRunning) {
 		t.Fatalf("second Run: %v, want ErrRunning", err)
 	}
@@ -427,8 +431,8 @@ func TestRunTwice(t *testing.T) {
 func TestLeaseNameEscaping(t *testing.T) {
 	const name = "email:tenant/42 eu%"
 	g := newGateway(t, name)
-	rec := newRecorder("a", nil)
-	_, stop, _ := lead(t, testConfig(t, g, name, "node-a", rec), rec)
+	cfg, rec := nodeA(t, g, name)
+	_, stop, _ := lead(t, cfg, rec)
 	awaitRenewal(t, rec)
 	if st := g.lease(t, name); st.Name != name || st.Holder != "node-a" || !st.Held {
 		t.Fatalf("lease %+v", st)
