@@ -68,6 +68,13 @@ func newObserved(t *testing.T, shared bool) *observedStore {
 	return &observedStore{Store: s, shared: shared}
 }
 
+// observedFence is a Fence with default options over a new observedStore.
+func observedFence(t *testing.T, shared bool) (*tokens.Fence, *observedStore) {
+	t.Helper()
+	s := newObserved(t, shared)
+	return tokens.NewFence(s, tokens.FenceOptions{}), s
+}
+
 func admitted(t *testing.T, f *tokens.Fence, r string, e int64) {
 	t.Helper()
 	if err := f.Admit(context.Background(), r, e); err != nil {
@@ -95,8 +102,7 @@ func unavailable(t *testing.T, f *tokens.Fence, r string, e int64) {
 }
 
 func TestFenceExclusiveAnswersFromMemory(t *testing.T) {
-	s := newObserved(t, false)
-	f := tokens.NewFence(s, tokens.FenceOptions{})
+	f, s := observedFence(t, false)
 	admitted(t, f, "r", 1)
 	admitted(t, f, "r", 2)
 	for i := 0; i < 100; i++ {
@@ -116,8 +122,7 @@ func TestFenceExclusiveAnswersFromMemory(t *testing.T) {
 }
 
 func TestFenceSharedConfirmsWithStore(t *testing.T) {
-	s := newObserved(t, true)
-	f := tokens.NewFence(s, tokens.FenceOptions{})
+	f, s := observedFence(t, true)
 	admitted(t, f, "r", 5)
 	admitted(t, f, "r", 5)
 	if s.currents.Load() != 1 {
@@ -142,8 +147,7 @@ func TestFenceSharedConfirmsWithStore(t *testing.T) {
 }
 
 func TestFenceSharedFailsClosed(t *testing.T) {
-	s := newObserved(t, true)
-	f := tokens.NewFence(s, tokens.FenceOptions{})
+	f, s := observedFence(t, true)
 	admitted(t, f, "r", 5)
 	s.down.Store(true)
 	unavailable(t, f, "r", 5)
@@ -155,8 +159,7 @@ func TestFenceSharedFailsClosed(t *testing.T) {
 }
 
 func TestFenceCoalescesConfirmations(t *testing.T) {
-	s := newObserved(t, true)
-	f := tokens.NewFence(s, tokens.FenceOptions{})
+	f, s := observedFence(t, true)
 	admitted(t, f, "r", 3)
 	s.currents.Store(0)
 	s.gate = make(chan struct{})
@@ -197,8 +200,7 @@ func TestFenceCoalescesConfirmations(t *testing.T) {
 // request that arrived during that read is still confirmed, by a read of its
 // own.
 func TestFenceConfirmCallerGivesUp(t *testing.T) {
-	s := newObserved(t, true)
-	f := tokens.NewFence(s, tokens.FenceOptions{})
+	f, s := observedFence(t, true)
 	admitted(t, f, "r", 3)
 	s.currents.Store(0)
 	s.gate = make(chan struct{})
@@ -244,7 +246,7 @@ func TestFenceBeyondCacheStaysCorrect(t *testing.T) {
 }
 
 func TestFenceRejectsInvalidInput(t *testing.T) {
-	f := tokens.NewFence(newObserved(t, false), tokens.FenceOptions{})
+	f, _ := observedFence(t, false)
 	if err := f.Admit(context.Background(), "r", 0); !errors.Is(err, tokens.ErrInvalidEpoch) {
 		t.Fatalf("Admit(0) = %v", err)
 	}
@@ -256,7 +258,7 @@ func TestFenceRejectsInvalidInput(t *testing.T) {
 func TestFenceConcurrentNeverAdmitsBelowCompleted(t *testing.T) {
 	for _, shared := range []bool{false, true} {
 		t.Run(fmt.Sprintf("shared=%v", shared), func(t *testing.T) {
-			f := tokens.NewFence(newObserved(t, shared), tokens.FenceOptions{})
+			f, _ := observedFence(t, shared)
 			// completed holds the highest epoch whose admission returned.
 			var completed atomic.Int64
 			var wg sync.WaitGroup
@@ -327,8 +329,7 @@ func TestFenceAcquireKeepsCacheOnVerdicts(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := newObserved(t, false)
-			f := tokens.NewFence(s, tokens.FenceOptions{})
+			f, s := observedFence(t, false)
 			hwm := c.prepare(t, f, s)
 			if _, err := acquire(f, c.holder, c.by); !c.want(err) {
 				t.Fatalf("Acquire = %v", err)
