@@ -113,13 +113,8 @@ func testMalformedTokens(t *testing.T, g *gw, up *upstream) {
 	req.RequestURI = ""
 	req.Header.Add(gateway.TokenHeader, "5")
 	req.Header.Add(gateway.TokenHeader, "6")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusBadRequest {
-		t.Fatalf("two tokens = %d", resp.StatusCode)
+	if a := send(t, req); a.status != http.StatusBadRequest {
+		t.Fatalf("two tokens = %d", a.status)
 	}
 	if len(up.requests()) != before {
 		t.Fatal("a malformed write reached the upstream")
@@ -214,13 +209,8 @@ func testBadPathsAndRoutes(t *testing.T, g *gw) {
 	req.URL.RawPath = ""
 	req.Header.Set(gateway.TokenHeader, "1")
 	req.Header.Set(gateway.ResourceHeader, "r")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusBadRequest {
-		t.Fatalf("dot-dot path = %d", resp.StatusCode)
+	if a := send(t, req); a.status != http.StatusBadRequest {
+		t.Fatalf("dot-dot path = %d", a.status)
 	}
 }
 

@@ -341,6 +341,8 @@ func (a answer) problem(t *testing.T) map[string]any {
 	return p
 }
 
+// do sends a request with the given header fields and body, and returns
+// the answer.
 func do(t *testing.T, method, target string, header map[string]string, body string) answer {
 	t.Helper()
 	req, err := http.NewRequest(method, target, bytes.NewBufferString(body))
@@ -350,9 +352,15 @@ func do(t *testing.T, method, target string, header map[string]string, body stri
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
+	return send(t, req)
+}
+
+// send sends req as it is and returns the answer.
+func send(t *testing.T, req *http.Request) answer {
+	t.Helper()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatalf("%s %s: %v", method, target, err)
+		t.Fatalf("%s %s: %v", req.Method, req.URL, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
@@ -371,9 +379,17 @@ func (g *gw) write(t *testing.T, path, token string) answer {
 	return do(t, http.MethodPost, g.proxy.URL+path, h, "payload")
 }
 
+// fenceEpoch reads a resource's epoch through the control API.
 func (g *gw) fenceEpoch(t *testing.T, resource string) int64 {
 	t.Helper()
-	a := do(t, http.MethodGet, g.api.URL+"/v1/fences/"+url.PathEscape(resource), nil, "")
+	return g.fenceEpochWith(t, nil, resource)
+}
+
+// fenceEpochWith reads a resource's epoch through the control API, with
+// the given header fields (an API key).
+func (g *gw) fenceEpochWith(t *testing.T, header map[string]string, resource string) int64 {
+	t.Helper()
+	a := do(t, http.MethodGet, g.api.URL+"/v1/fences/"+url.PathEscape(resource), header, "")
 	if a.status != http.StatusOK {
 		t.Fatalf("GET fence %q: %d %s", resource, a.status, a.body)
 	}

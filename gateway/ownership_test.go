@@ -98,7 +98,7 @@ func TestLeaseOwnership(t *testing.T) {
 					t.Fatalf("key one's renew = %+v", rn)
 				}
 			}
-			if e := fenceEpochWith(t, g2, "secret-ops", name); e != one.Epoch {
+			if e := g2.fenceEpochWith(t, bearer("secret-ops"), name); e != one.Epoch {
 				t.Fatalf("fence = %d after refused calls, want %d", e, one.Epoch)
 			}
 			// An admin renews without taking the grant, and may re-grant it.
@@ -183,23 +183,9 @@ func TestEpochExhaustedAnswers(t *testing.T) {
 			if r := g.write(t, "/raw/x", top); r.status != http.StatusCreated {
 				t.Fatalf("raw write at 2^63-1 after the refusals = %d %s", r.status, r.body)
 			}
-			if e := fenceEpochWith(t, g, "secret-ops", "invoice-spent"); e != math.MaxInt64 {
+			if e := g.fenceEpochWith(t, bearer("secret-ops"), "invoice-spent"); e != math.MaxInt64 {
 				t.Fatalf("fence = %d", e)
 			}
 		})
 	}
-}
-
-// fenceEpochWith reads a resource's epoch with an API key.
-func fenceEpochWith(t *testing.T, g *gw, secret, resource string) int64 {
-	t.Helper()
-	a := do(t, http.MethodGet, g.api.URL+"/v1/fences/"+resource, bearer(secret), "")
-	if a.status != http.StatusOK {
-		t.Fatalf("GET fence %q: %d %s", resource, a.status, a.body)
-	}
-	var st gateway.FenceState
-	if err := json.Unmarshal(a.body, &st); err != nil {
-		t.Fatal(err)
-	}
-	return st.Epoch
 }

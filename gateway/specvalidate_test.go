@@ -464,10 +464,20 @@ func TestControlAPIEdgesFollowSpec(t *testing.T) {
 			t.Errorf("checked %v before, %v after: the harness does not route traffic through the spec check", before, after)
 		}
 	}()
-	for _, c := range []struct {
+	type exchange struct {
 		method, path string
 		status       int
-	}{
+	}
+	// expect sends each exchange to the server at base, with neither
+	// header fields nor body, and checks the status.
+	expect := func(server, base string, exchanges []exchange) {
+		for _, c := range exchanges {
+			if a := do(t, c.method, base+c.path, nil, ""); a.status != c.status {
+				t.Errorf("%s: %s %s = %d %s, want %d", server, c.method, c.path, a.status, a.body, c.status)
+			}
+		}
+	}
+	expect("control", g.api.URL, []exchange{
 		{"GET", "/v2/nothing", 404},
 		{"DELETE", "/healthz", 405},
 		{"HEAD", "/readyz", 405},
@@ -480,26 +490,15 @@ func TestControlAPIEdgesFollowSpec(t *testing.T) {
 		{"GET", "/v1/audit/rejections?limit=10001", 400},
 		{"GET", "/v1/audit/rejections?limit=3&resource=x", 200},
 		{"GET", "/.well-known/jwks.json", 200},
-	} {
-		if a := do(t, c.method, g.api.URL+c.path, nil, ""); a.status != c.status {
-			t.Errorf("%s %s = %d %s, want %d", c.method, c.path, a.status, a.body, c.status)
-		}
-	}
-	for _, c := range []struct {
-		method, path string
-		status       int
-	}{
+	})
+	expect("proxy", g.proxy.URL, []exchange{
 		{"HEAD", "/nowhere", 404},
 		{"OPTIONS", "/nowhere", 404},
 		{"TRACE", "/nowhere", 404},
 		{"PUT", "/email/x", 428},
 		{"PATCH", "/email/x", 428},
 		{"DELETE", "/email/x", 428},
-	} {
-		if a := do(t, c.method, g.proxy.URL+c.path, nil, ""); a.status != c.status {
-			t.Errorf("proxy %s %s = %d %s, want %d", c.method, c.path, a.status, a.body, c.status)
-		}
-	}
+	})
 }
 
 // newPlainServer serves h for one test.

@@ -31,6 +31,13 @@ func testConfig(t *testing.T, g *testGateway, name, holder string, rec *recorder
 	return c
 }
 
+// nodeA returns node-a's testConfig for the lease name on g, and the
+// recorder its callbacks report to.
+func nodeA(t *testing.T, g *testGateway, name string) (leader.Config, *recorder) {
+	rec := newRecorder("a", nil)
+	return testConfig(t, g, name, "node-a", rec), rec
+}
+
 // writeClient is a client whose writes go through e's Transport.
 func writeClient(t *testing.T, e *leader.Elector) *http.Client {
 	base := http.DefaultTransport.(*http.Transport).Clone()
@@ -110,8 +117,8 @@ func TestValidate(t *testing.T) {
 func TestElectAndRenew(t *testing.T) {
 	const name = "invoice-sweeper"
 	g := newGateway(t, name)
-	rec := newRecorder("a", nil)
-	e := mustNew(t, testConfig(t, g, name, "node-a", rec))
+	cfg, rec := nodeA(t, g, name)
+	e := mustNew(t, cfg)
 	if _, ok := e.Current(); ok {
 		t.Fatal("Current reports a term before Run")
 	}
@@ -158,9 +165,7 @@ func TestElectAndRenew(t *testing.T) {
 	default:
 	}
 
-	if err := stop(); !errors.Is(err, context.Canceled) {
-		t.Fatalf("Run returned %v, want context.Canceled", err)
-	}
+	mustStop(t, stop)
 	st := receive(t, rec.stopped, wait, "OnStoppedLeading")
 	if st.term.Epoch != 1 || !errors.Is(st.reason, context.Canceled) {
 		t.Fatalf("stopped %+v, want epoch 1 for context.Canceled", st)
@@ -187,9 +192,7 @@ func TestTakeoverFencesOld(t *testing.T) {
 	t.Cleanup(sw.base.(*http.Transport).CloseIdleConnections)
 	cfgA := testConfig(t, g, name, "node-a", recA)
 	cfgA.HTTPClient = &http.Client{Transport: sw}
-	a := mustNew(t, cfgA)
-	stopA := runElector(t, a.Run)
-	sa := receive(t, recA.started, wait, "node-a to lead")
+	a, stopA, sa := lead(t, cfgA, recA)
 	if sa.term.Epoch != 1 {
 		t.Fatalf("node-a leads at epoch %d, want 1", sa.term.Epoch)
 	}
@@ -253,32 +256,21 @@ func TestTakeoverFencesOld(t *testing.T) {
 	if s := g.lease(t, name); s.Holder != "node-b" || s.Epoch != 2 {
 		t.Fatalf("lease %+v, want node-b at epoch 2", s)
 	}
-	for _, stop := range []func() error{stopA, stopB} {
-		if err := stop(); !errors.Is(err, context.Canceled) {
-			t.Fatalf("Run returned %v", err)
-		}
-	}
+	mustStop(t, stopA)
+	mustStop(t, stopB)
 }
 
 func TestStepDownOn412(t *testing.T) {
 	const name = "invoice-sweeper"
 	g := newGateway(t, name)
-	rec := newRecorder("a", nil)
-	cfg := testConfig(t, g, name, "node-a", rec)
+	cfg, rec := nodeA(t, g, name)
 	// Renew rarely, so that the 412 and not a refused renewal tells node-a.
 	cfg.LeaseDuration, cfg.RenewDeadline, cfg.RenewInterval = 10*time.Second, 8*time.Second, 7*time.Second
-	e := mustNew(t, cfg)
-	stop := runElector(t, e.Run)
-	s := receive(t, rec.started, wait, "node-a to lead")
+	e, stop, s := lead(t, cfg, rec)
 
 	// Behind node-a's back, its lease ends and node-b is granted epoch 2,
 	// which fences the resource.
-	if code, body := g.leaseCall(t, name, "release", map[string]any{"holder": "node-a", "epoch": s.term.Epoch}); code != http.StatusNoContent {
-		t.Fatalf("release: %d %s", code, body)
-	}
-	if code, body := g.leaseCall(t, name, "acquire", map[string]any{"holder": "node-b", "ttl_seconds": 60}); code != http.StatusOK {
-		t.Fatalf("acquire by node-b: %d %s", code, body)
-	}
+	g.handOver(t, name, "node-a", s.term.Epoch, "node-b")
 
 	client := writeClient(t, e)
 	status, _, err := write(context.Background(), g, client)
@@ -303,9 +295,7 @@ func TestStepDownOn412(t *testing.T) {
 	if n := len(g.receivedHeaders()); n != 0 {
 		t.Fatalf("upstream received %d writes, want none", n)
 	}
-	if err := stop(); !errors.Is(err, context.Canceled) {
-		t.Fatalf("Run returned %v", err)
-	}
+	mustStop(t, stop)
 	select {
 	case s := <-rec.started:
 		t.Fatalf("led again at epoch %d while node-b holds the lease", s.term.Epoch)
@@ -316,40 +306,28 @@ func TestStepDownOn412(t *testing.T) {
 func TestRenewRefused(t *testing.T) {
 	const name = "invoice-sweeper"
 	g := newGateway(t, name)
-	rec := newRecorder("a", nil)
-	e := mustNew(t, testConfig(t, g, name, "node-a", rec))
-	stop := runElector(t, e.Run)
-	s := receive(t, rec.started, wait, "node-a to lead")
+	cfg, rec := nodeA(t, g, name)
+	_, stop, s := lead(t, cfg, rec)
 
 	// Another holder takes the lease behind node-a's back.
-	g.leaseCall(t, name, "release", map[string]any{"holder": "node-a", "epoch": s.term.Epoch})
-	if code, body := g.leaseCall(t, name, "acquire", map[string]any{"holder": "node-b", "ttl_seconds": 60}); code != http.StatusOK {
-		t.Fatalf("acquire by node-b: %d %s", code, body)
-	}
+	g.handOver(t, name, "node-a", s.term.Epoch, "node-b")
 	st := receive(t, rec.stopped, wait, "node-a to learn at its next renewal")
 	var ae *leader.APIError
 	if !errors.Is(st.reason, leader.ErrLeaseLost) || errors.Is(st.reason, leader.ErrRenewDeadline) ||
 		!errors.As(st.reason, &ae) || ae.Status != http.StatusConflict || ae.Holder != "node-b" || ae.CurrentEpoch != 2 {
 		t.Fatalf("stopped for %v (%+v), want a 409 naming node-b at epoch 2", st.reason, ae)
 	}
-	if err := stop(); !errors.Is(err, context.Canceled) {
-		t.Fatalf("Run returned %v", err)
-	}
+	mustStop(t, stop)
 }
 
 func TestReleaseOnCancel(t *testing.T) {
 	const name = "invoice-sweeper"
 	g := newGateway(t, name)
-	rec := newRecorder("a", nil)
-	cfg := testConfig(t, g, name, "node-a", rec)
+	cfg, rec := nodeA(t, g, name)
 	cfg.ReleaseOnCancel = true
-	e := mustNew(t, cfg)
-	stop := runElector(t, e.Run)
-	receive(t, rec.started, wait, "node-a to lead")
+	_, stop, _ := lead(t, cfg, rec)
 
-	if err := stop(); !errors.Is(err, context.Canceled) {
-		t.Fatalf("Run returned %v, want context.Canceled", err)
-	}
+	mustStop(t, stop)
 	st := receive(t, rec.stopped, wait, "OnStoppedLeading")
 	if !errors.Is(st.reason, context.Canceled) {
 		t.Fatalf("stopped for %v", st.reason)
@@ -371,10 +349,8 @@ func TestReleaseOnCancel(t *testing.T) {
 func TestStepDownCampaignsAgain(t *testing.T) {
 	const name = "invoice-sweeper"
 	g := newGateway(t, name)
-	rec := newRecorder("a", nil)
-	e := mustNew(t, testConfig(t, g, name, "node-a", rec))
-	stop := runElector(t, e.Run)
-	s1 := receive(t, rec.started, wait, "first term")
+	cfg, rec := nodeA(t, g, name)
+	e, stop, s1 := lead(t, cfg, rec)
 
 	resync := errors.New("resync")
 	e.StepDown(resync)
@@ -399,9 +375,7 @@ func TestStepDownCampaignsAgain(t *testing.T) {
 	if status, body, err := write(s2.ctx, g, client); err != nil || status != http.StatusCreated || body != "upstream saw Fencing-Epoch 2" {
 		t.Fatalf("write in the second term: %d %q %v", status, body, err)
 	}
-	if err := stop(); !errors.Is(err, context.Canceled) {
-		t.Fatalf("Run returned %v", err)
-	}
+	mustStop(t, stop)
 	// Run may be called again once it returned.
 	done, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -435,24 +409,17 @@ func TestAPIKeys(t *testing.T) {
 		}
 	}
 
-	rec := newRecorder("a", nil)
-	cfg := testConfig(t, g, name, "node-a", rec)
+	cfg, rec := nodeA(t, g, name)
 	cfg.APIKey = "s3cret"
-	e := mustNew(t, cfg)
-	stop := runElector(t, e.Run)
-	receive(t, rec.started, wait, "node-a to lead with its key")
+	_, stop, _ := lead(t, cfg, rec)
 	awaitRenewal(t, rec)
-	if err := stop(); !errors.Is(err, context.Canceled) {
-		t.Fatalf("Run returned %v", err)
-	}
+	mustStop(t, stop)
 }
 
 func TestRunTwice(t *testing.T) {
 	g := newGateway(t, "invoice-sweeper")
-	rec := newRecorder("a", nil)
-	e := mustNew(t, testConfig(t, g, "invoice-sweeper", "node-a", rec))
-	stop := runElector(t, e.Run)
-	receive(t, rec.started, wait, "node-a to lead")
+	cfg, rec := nodeA(t, g, "invoice-sweeper")
+	e, stop, _ := lead(t, cfg, rec)
 	if err := e.Run(context.Background()); !errors.Is(err, leader.ErrRunning) {
 		t.Fatalf("second Run: %v, want ErrRunning", err)
 	}
@@ -464,10 +431,8 @@ func TestRunTwice(t *testing.T) {
 func TestLeaseNameEscaping(t *testing.T) {
 	const name = "email:tenant/42 eu%"
 	g := newGateway(t, name)
-	rec := newRecorder("a", nil)
-	e := mustNew(t, testConfig(t, g, name, "node-a", rec))
-	stop := runElector(t, e.Run)
-	receive(t, rec.started, wait, "node-a to lead")
+	cfg, rec := nodeA(t, g, name)
+	_, stop, _ := lead(t, cfg, rec)
 	awaitRenewal(t, rec)
 	if st := g.lease(t, name); st.Name != name || st.Holder != "node-a" || !st.Held {
 		t.Fatalf("lease %+v", st)

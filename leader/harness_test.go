@@ -331,6 +331,36 @@ func runElector(t *testing.T, run func(context.Context) error) (stop func() erro
 	return stop
 }
 
+// lead runs an Elector for cfg, whose callbacks are rec's, and waits until
+// it leads; stop cancels its Run (see runElector).
+func lead(t *testing.T, cfg leader.Config, rec *recorder) (e *leader.Elector, stop func() error, first started) {
+	t.Helper()
+	e = mustNew(t, cfg)
+	stop = runElector(t, e.Run)
+	return e, stop, receive(t, rec.started, wait, cfg.Holder+" to lead")
+}
+
+// mustStop calls stop (from runElector) and fails t unless Run returned
+// context.Canceled.
+func mustStop(t *testing.T, stop func() error) {
+	t.Helper()
+	if err := stop(); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run returned %v, want context.Canceled", err)
+	}
+}
+
+// handOver releases from's grant of the lease at epoch and grants the lease
+// to holder to for a minute, as happens behind a leader's back.
+func (g *testGateway) handOver(t *testing.T, name, from string, epoch int64, to string) {
+	t.Helper()
+	if code, body := g.leaseCall(t, name, "release", map[string]any{"holder": from, "epoch": epoch}); code != http.StatusNoContent {
+		t.Fatalf("release by %s: %d %s", from, code, body)
+	}
+	if code, body := g.leaseCall(t, name, "acquire", map[string]any{"holder": to, "ttl_seconds": 60}); code != http.StatusOK {
+		t.Fatalf("acquire by %s: %d %s", to, code, body)
+	}
+}
+
 // testLogger sends an Elector's log to the test's log, shown when it fails
 // or with -v.
 func testLogger(t *testing.T) *slog.Logger {

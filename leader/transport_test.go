@@ -42,13 +42,10 @@ func postTo(t *testing.T, client *http.Client, rawURL string, header ...string) 
 // leading starts an Elector for name on g and waits until it leads.
 func leading(t *testing.T, g *testGateway, name string) (*leader.Elector, *recorder, leader.Term) {
 	t.Helper()
-	rec := newRecorder("a", nil)
-	cfg := testConfig(t, g, name, "node-a", rec)
+	cfg, rec := nodeA(t, g, name)
 	// Renew rarely: nothing but the Transport should end the term.
 	cfg.LeaseDuration, cfg.RenewDeadline, cfg.RenewInterval = 20*time.Second, 15*time.Second, 7*time.Second
-	e := mustNew(t, cfg)
-	runElector(t, e.Run)
-	s := receive(t, rec.started, wait, "node-a to lead")
+	e, _, s := lead(t, cfg, rec)
 	return e, rec, s.term
 }
 

@@ -14,15 +14,26 @@ import (
 	"strings"
 	"testing"
 
+	"go.opentelemetry.io/otel/trace"
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/grpc"
 )
 
-// testEnv adds the resource variables of every exporting test to vars.
-func testEnv(vars map[string]string) map[string]string {
+// exportSpan sets telemetry up with vars, plus the resource variables of
+// every exporting test, as the OTEL_* environment, checks that it exports,
+// and emits one span shaped like a refused stale write; it shuts down
+// before it returns, which flushes the span to the exporter.
+func exportSpan(t *testing.T, vars map[string]string) trace.SpanContext {
+	t.Helper()
 	vars["OTEL_SERVICE_NAME"] = "fencegw-test"
 	vars["OTEL_RESOURCE_ATTRIBUTES"] = "deployment.environment=test,service.name=overridden-by-OTEL_SERVICE_NAME"
-	return vars
+	tel := setup(t, vars)
+	if !tel.Exporting {
+		t.Error("Exporting = false, want true")
+	}
+	sc := emitSpan(context.Background(), tel)
+	shutdown(t, tel)
+	return sc
 }
 
 func TestOTLPHTTP(t *testing.T) {
@@ -31,16 +42,11 @@ func TestOTLPHTTP(t *testing.T) {
 		srv := httptest.NewServer(rec)
 		defer srv.Close()
 
-		tel := setup(t, testEnv(map[string]string{
+		sc := exportSpan(t, map[string]string{
 			"OTEL_TRACES_EXPORTER":        "otlp",
 			"OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL,
 			"OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
-		}))
-		if !tel.Exporting {
-			t.Error("Exporting = false, want true")
-		}
-		sc := emitSpan(context.Background(), tel)
-		shutdown(t, tel)
+		})
 
 		checkStaleSpan(t, rec, sc)
 		reqs := rec.requests()
@@ -54,19 +60,14 @@ func TestOTLPHTTP(t *testing.T) {
 		srv := httptest.NewServer(rec)
 		defer srv.Close()
 
-		tel := setup(t, testEnv(map[string]string{
+		sc := exportSpan(t, map[string]string{
 			// No OTEL_TRACES_EXPORTER and no protocol: an endpoint implies
 			// otlp, http/protobuf.
 			"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": srv.URL + "/custom/traces",
 			"OTEL_EXPORTER_OTLP_ENDPOINT":        "http://127.0.0.1:1", // loses to the traces endpoint
 			"OTEL_EXPORTER_OTLP_HEADERS":         "x-fencegw-test=a%20b, x-other = c",
 			"OTEL_EXPORTER_OTLP_COMPRESSION":     "gzip",
-		}))
-		if !tel.Exporting {
-			t.Error("Exporting = false, want true")
-		}
-		sc := emitSpan(context.Background(), tel)
-		shutdown(t, tel)
+		})
 
 		checkStaleSpan(t, rec, sc)
 		r := rec.requests()[0]
@@ -83,13 +84,11 @@ func TestOTLPHTTP(t *testing.T) {
 		srv := httptest.NewServer(rec)
 		defer srv.Close()
 
-		tel := setup(t, testEnv(map[string]string{
+		sc := exportSpan(t, map[string]string{
 			"OTEL_EXPORTER_OTLP_ENDPOINT":        srv.URL,
 			"OTEL_EXPORTER_OTLP_PROTOCOL":        "grpc", // loses to the traces protocol
 			"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL": "http/json",
-		}))
-		sc := emitSpan(context.Background(), tel)
-		shutdown(t, tel)
+		})
 
 		reqs := rec.requests()
 		if len(reqs) != 1 || reqs[0].contentType != "application/json" {
@@ -112,13 +111,11 @@ func TestOTLPHTTP(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		tel := setup(t, testEnv(map[string]string{
+		sc := exportSpan(t, map[string]string{
 			"OTEL_TRACES_EXPORTER":           "otlp",
 			"OTEL_EXPORTER_OTLP_ENDPOINT":    srv.URL + "/otlp/",
 			"OTEL_EXPORTER_OTLP_CERTIFICATE": ca,
-		}))
-		sc := emitSpan(context.Background(), tel)
-		shutdown(t, tel)
+		})
 
 		checkStaleSpan(t, rec, sc)
 		if p := rec.requests()[0].path; p != "/otlp/v1/traces" {
@@ -145,17 +142,12 @@ func TestOTLPGRPC(t *testing.T) {
 		}
 	}()
 
-	tel := setup(t, testEnv(map[string]string{
+	sc := exportSpan(t, map[string]string{
 		"OTEL_TRACES_EXPORTER":        "otlp",
 		"OTEL_EXPORTER_OTLP_ENDPOINT": "http://" + lis.Addr().String(), // http: plaintext
 		"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
 		"OTEL_EXPORTER_OTLP_HEADERS":  "x-fencegw-test=grpc",
-	}))
-	if !tel.Exporting {
-		t.Error("Exporting = false, want true")
-	}
-	sc := emitSpan(context.Background(), tel)
-	shutdown(t, tel)
+	})
 
 	checkStaleSpan(t, rec, sc)
 	if h := rec.requests()[0].header["x-fencegw-test"]; h != "grpc" {
@@ -169,12 +161,7 @@ func TestOTLPGRPC(t *testing.T) {
 // reads the child's standard output.
 func TestConsole(t *testing.T) {
 	if os.Getenv(consoleChild) != "" {
-		tel := setup(t, testEnv(map[string]string{"OTEL_TRACES_EXPORTER": "console"}))
-		if !tel.Exporting {
-			t.Error("Exporting = false, want true")
-		}
-		sc := emitSpan(context.Background(), tel)
-		shutdown(t, tel)
+		sc := exportSpan(t, map[string]string{"OTEL_TRACES_EXPORTER": "console"})
 		fmt.Fprintf(os.Stderr, "%s%s\n", consoleChildTrace, sc.TraceID())
 		return
 	}

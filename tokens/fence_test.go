@@ -68,6 +68,13 @@ func newObserved(t *testing.T, shared bool) *observedStore {
 	return &observedStore{Store: s, shared: shared}
 }
 
+// observedFence is a Fence with default options over a new observedStore.
+func observedFence(t *testing.T, shared bool) (*tokens.Fence, *observedStore) {
+	t.Helper()
+	s := newObserved(t, shared)
+	return tokens.NewFence(s, tokens.FenceOptions{}), s
+}
+
 func admitted(t *testing.T, f *tokens.Fence, r string, e int64) {
 	t.Helper()
 	if err := f.Admit(context.Background(), r, e); err != nil {
@@ -84,9 +91,18 @@ func refused(t *testing.T, f *tokens.Fence, r string, e, current int64) {
 	}
 }
 
+// unavailable fails t unless Admit(r, e) fails as unavailable, as while the
+// store is down.
+func unavailable(t *testing.T, f *tokens.Fence, r string, e int64) {
+	t.Helper()
+	var u *tokens.UnavailableError
+	if err := f.Admit(context.Background(), r, e); !errors.As(err, &u) {
+		t.Fatalf("Admit(%q, %d) with store down = %v, want *UnavailableError", r, e, err)
+	}
+}
+
 func TestFenceExclusiveAnswersFromMemory(t *testing.T) {
-	s := newObserved(t, false)
-	f := tokens.NewFence(s, tokens.FenceOptions{})
+	f, s := observedFence(t, false)
 	admitted(t, f, "r", 1)
 	admitted(t, f, "r", 2)
 	for i := 0; i < 100; i++ {
@@ -100,17 +116,13 @@ func TestFenceExclusiveAnswersFromMemory(t *testing.T) {
 	// epoch is admitted even while the store is failing, but a raise is not.
 	s.down.Store(true)
 	admitted(t, f, "r", 2)
-	var unavailable *tokens.UnavailableError
-	if err := f.Admit(context.Background(), "r", 3); !errors.As(err, &unavailable) {
-		t.Fatalf("Admit(3) with store down = %v, want *UnavailableError", err)
-	}
+	unavailable(t, f, "r", 3)
 	s.down.Store(false)
 	admitted(t, f, "r", 3)
 }
 
 func TestFenceSharedConfirmsWithStore(t *testing.T) {
-	s := newObserved(t, true)
-	f := tokens.NewFence(s, tokens.FenceOptions{})
+	f, s := observedFence(t, true)
 	admitted(t, f, "r", 5)
 	admitted(t, f, "r", 5)
 	if s.currents.Load() != 1 {
@@ -135,16 +147,11 @@ func TestFenceSharedConfirmsWithStore(t *testing.T) {
 }
 
 func TestFenceSharedFailsClosed(t *testing.T) {
-	s := newObserved(t, true)
-	f := tokens.NewFence(s, tokens.FenceOptions{})
+	f, s := observedFence(t, true)
 	admitted(t, f, "r", 5)
 	s.down.Store(true)
-	for _, e := range []int64{5, 6} {
-		var unavailable *tokens.UnavailableError
-		if err := f.Admit(context.Background(), "r", e); !errors.As(err, &unavailable) {
-			t.Fatalf("Admit(%d) with store down = %v, want *UnavailableError", e, err)
-		}
-	}
+	unavailable(t, f, "r", 5)
+	unavailable(t, f, "r", 6)
 	// Stale is still known from memory.
 	refused(t, f, "r", 4, 5)
 	s.down.Store(false)
@@ -152,8 +159,7 @@ func TestFenceSharedFailsClosed(t *testing.T) {
 }
 
 func TestFenceCoalescesConfirmations(t *testing.T) {
-	s := newObserved(t, true)
-	f := tokens.NewFence(s, tokens.FenceOptions{})
+	f, s := observedFence(t, true)
 	admitted(t, f, "r", 3)
 	s.currents.Store(0)
 	s.gate = make(chan struct{})
@@ -194,8 +200,7 @@ func TestFenceCoalescesConfirmations(t *testing.T) {
 // request that arrived during that read is still confirmed, by a read of its
 // own.
 func TestFenceConfirmCallerGivesUp(t *testing.T) {
-	s := newObserved(t, true)
-	f := tokens.NewFence(s, tokens.FenceOptions{})
+	f, s := observedFence(t, true)
 	admitted(t, f, "r", 3)
 	s.currents.Store(0)
 	s.gate = make(chan struct{})
@@ -209,8 +214,8 @@ func TestFenceConfirmCallerGivesUp(t *testing.T) {
 	stays := make(chan error, 1)
 	go func() { stays <- f.Admit(context.Background(), "r", 3) }()
 	cancel()
-	var unavailable *tokens.UnavailableError
-	if err := <-gaveUp; !errors.As(err, &unavailable) || !errors.Is(err, context.Canceled) {
+	var u *tokens.UnavailableError
+	if err := <-gaveUp; !errors.As(err, &u) || !errors.Is(err, context.Canceled) {
 		t.Fatalf("Admit with its context cancelled = %v, want *UnavailableError wrapping context.Canceled", err)
 	}
 	s.gate <- struct{}{} // the read that was in flight when the second arrived
@@ -241,7 +246,7 @@ func TestFenceBeyondCacheStaysCorrect(t *testing.T) {
 }
 
 func TestFenceRejectsInvalidInput(t *testing.T) {
-	f := tokens.NewFence(newObserved(t, false), tokens.FenceOptions{})
+	f, _ := observedFence(t, false)
 	if err := f.Admit(context.Background(), "r", 0); !errors.Is(err, tokens.ErrInvalidEpoch) {
 		t.Fatalf("Admit(0) = %v", err)
 	}
@@ -253,7 +258,7 @@ func TestFenceRejectsInvalidInput(t *testing.T) {
 func TestFenceConcurrentNeverAdmitsBelowCompleted(t *testing.T) {
 	for _, shared := range []bool{false, true} {
 		t.Run(fmt.Sprintf("shared=%v", shared), func(t *testing.T) {
-			f := tokens.NewFence(newObserved(t, shared), tokens.FenceOptions{})
+			f, _ := observedFence(t, shared)
 			// completed holds the highest epoch whose admission returned.
 			var completed atomic.Int64
 			var wg sync.WaitGroup
@@ -290,55 +295,43 @@ func raiseTo(v *atomic.Int64, h int64) {
 // reload the HWM before it answers from memory again.
 func TestFenceAcquireKeepsCacheOnVerdicts(t *testing.T) {
 	owner := tokens.Caller{Name: "key-one"}
+	acquire := func(f *tokens.Fence, holder string, by tokens.Caller) (tokens.Grant, error) {
+		return f.Acquire(context.Background(), "r", holder, time.Minute, by)
+	}
+	heldByNodeA := func(t *testing.T, f *tokens.Fence, _ *observedStore) int64 {
+		g, err := acquire(f, "node-a", owner)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g.Epoch
+	}
+	// Each case prepares the fence and returns the HWM; then holder
+	// acquires r as by, and want accepts the error that must follow.
 	cases := []struct {
 		name    string
-		prepare func(t *testing.T, f *tokens.Fence, s *observedStore) int64 // returns the HWM
-		acquire func(f *tokens.Fence) error
+		prepare func(t *testing.T, f *tokens.Fence, s *observedStore) int64
+		holder  string
+		by      tokens.Caller
 		want    func(error) bool
 		reload  bool
 	}{
 		{"exhausted", func(t *testing.T, f *tokens.Fence, _ *observedStore) int64 {
 			admitted(t, f, "r", math.MaxInt64)
 			return math.MaxInt64
-		}, func(f *tokens.Fence) error {
-			_, err := f.Acquire(context.Background(), "r", "node-a", time.Minute, owner)
-			return err
-		}, func(err error) bool { return errors.As(err, new(*tokens.EpochExhaustedError)) }, false},
-		{"held", func(t *testing.T, f *tokens.Fence, _ *observedStore) int64 {
-			g, err := f.Acquire(context.Background(), "r", "node-a", time.Minute, owner)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return g.Epoch
-		}, func(f *tokens.Fence) error {
-			_, err := f.Acquire(context.Background(), "r", "node-b", time.Minute, owner)
-			return err
-		}, func(err error) bool { return errors.As(err, new(*tokens.LeaseHeldError)) }, false},
-		{"owned", func(t *testing.T, f *tokens.Fence, _ *observedStore) int64 {
-			g, err := f.Acquire(context.Background(), "r", "node-a", time.Minute, owner)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return g.Epoch
-		}, func(f *tokens.Fence) error {
-			_, err := f.Acquire(context.Background(), "r", "node-a", time.Minute, tokens.Caller{Name: "key-two"})
-			return err
-		}, func(err error) bool { return errors.As(err, new(*tokens.LeaseOwnedError)) }, false},
+		}, "node-a", owner, func(err error) bool { return errors.As(err, new(*tokens.EpochExhaustedError)) }, false},
+		{"held", heldByNodeA, "node-b", owner, func(err error) bool { return errors.As(err, new(*tokens.LeaseHeldError)) }, false},
+		{"owned", heldByNodeA, "node-a", tokens.Caller{Name: "key-two"}, func(err error) bool { return errors.As(err, new(*tokens.LeaseOwnedError)) }, false},
 		{"unknown outcome", func(t *testing.T, f *tokens.Fence, s *observedStore) int64 {
 			admitted(t, f, "r", 4)
 			s.acquireErr = errors.New("connection reset after commit")
 			return 5 // the grant happened
-		}, func(f *tokens.Fence) error {
-			_, err := f.Acquire(context.Background(), "r", "node-a", time.Minute, owner)
-			return err
-		}, func(err error) bool { return err != nil && !tokens.IsVerdict(err) }, true},
+		}, "node-a", owner, func(err error) bool { return err != nil && !tokens.IsVerdict(err) }, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := newObserved(t, false)
-			f := tokens.NewFence(s, tokens.FenceOptions{})
+			f, s := observedFence(t, false)
 			hwm := c.prepare(t, f, s)
-			if err := c.acquire(f); !c.want(err) {
+			if _, err := acquire(f, c.holder, c.by); !c.want(err) {
 				t.Fatalf("Acquire = %v", err)
 			}
 			s.acquireErr = nil

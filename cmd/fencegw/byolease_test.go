@@ -3,15 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -30,6 +27,35 @@ func psql(t *testing.T, dsn, sql string) string {
 		t.Fatalf("psql %q: %v\n%s", sql, err, out)
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// startWithEpochSource starts a gateway over a fresh embedded store whose
+// one route, prefix, takes raw epochs for resource as far as the epoch
+// source (YAML, such as {kind: etcd, …}) vouches for them, in front of an
+// upstream answering 204.
+func startWithEpochSource(t *testing.T, prefix, resource, source string) (*proc, *recorder) {
+	t.Helper()
+	up := newRecorder(t, http.StatusNoContent)
+	dir := t.TempDir()
+	cfg := writeFile(t, dir, "gw.yaml", []byte(fmt.Sprintf(`
+store: %q
+routes:
+  - prefix: %q
+    upstream: %q
+    tokens: raw
+    resource: %q
+    epoch_source: %s
+`, filepath.Join(dir, "s.db"), prefix, up.srv.URL, resource, source)))
+	return start(t, "--config", cfg), up
+}
+
+// expectWrite sends a write at a raw epoch to url and fails t unless it is
+// answered want; whose says whose epoch it is, or when it is sent.
+func expectWrite(t *testing.T, url string, epoch int64, want int, whose string) {
+	t.Helper()
+	if s := post(t, url, strconv.FormatInt(epoch, 10), ""); s != want {
+		t.Fatalf("epoch %d, %s = %d, want %d", epoch, whose, s, want)
+	}
 }
 
 // TestBringYourOwnPostgresLease fences writes of leaders elected by their
@@ -57,63 +83,26 @@ INSERT INTO leader_lease (name) VALUES ('invoice-sweeper');`)
   RETURNING epoch`, holder, holder))
 	}
 
-	var mu sync.Mutex
-	var got []string
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		mu.Lock()
-		got = append(got, r.Header.Get("Fencing-Epoch"))
-		mu.Unlock()
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	defer up.Close()
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "gw.yaml")
-	os.WriteFile(cfg, []byte(fmt.Sprintf(`
-store: %q
-routes:
-  - prefix: "/email/"
-    upstream: %q
-    tokens: raw
-    resource: "invoice-sweeper"
-    epoch_source:
-      kind: postgres
-      dsn: %q
-`, filepath.Join(dir, "s.db"), up.URL, dsn)), 0o600)
-	gw := start(t, "--config", cfg)
-	write := func(epoch string) int { return post(t, gw.proxy+"/email/send", epoch, "") }
+	gw, up := startWithEpochSource(t, "/email/", "invoice-sweeper", fmt.Sprintf("{kind: postgres, dsn: %q}", dsn))
+	send := gw.proxy + "/email/send"
 
-	if s := write("1"); s != http.StatusPreconditionFailed {
-		t.Fatalf("before any leader, epoch 1 = %d, want 412", s)
-	}
+	expectWrite(t, send, 1, http.StatusPreconditionFailed, "before any leader")
 	if e := acquire("node-a"); e != "1" {
 		t.Fatalf("node-a acquired epoch %q", e)
 	}
-	if s := write("1"); s != http.StatusNoContent {
-		t.Fatalf("node-a's epoch 1 = %d", s)
-	}
-	if s := write("2"); s != http.StatusForbidden {
-		t.Fatalf("epoch 2, never issued by the table = %d, want 403", s)
-	}
+	expectWrite(t, send, 1, http.StatusNoContent, "node-a's")
+	expectWrite(t, send, 2, http.StatusForbidden, "never issued by the table")
 	if e := acquire("node-b"); e != "" {
 		t.Fatalf("node-b acquired %q while node-a held the lease", e)
 	}
 	psql(t, dsn, `UPDATE leader_lease SET expires_at = now() - interval '1 second'`)
-	if s := write("1"); s != http.StatusPreconditionFailed {
-		t.Fatalf("node-a's epoch 1 after its lease lapsed = %d, want 412", s)
-	}
+	expectWrite(t, send, 1, http.StatusPreconditionFailed, "node-a's, after its lease lapsed")
 	if e := acquire("node-b"); e != "2" {
 		t.Fatalf("node-b took over at epoch %q", e)
 	}
-	if s := write("1"); s != http.StatusPreconditionFailed {
-		t.Fatalf("node-a's epoch 1 after the takeover = %d, want 412", s)
-	}
-	if s := write("2"); s != http.StatusNoContent {
-		t.Fatalf("node-b's epoch 2 = %d", s)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if strings.Join(got, ",") != "1,2" {
+	expectWrite(t, send, 1, http.StatusPreconditionFailed, "node-a's, after the takeover")
+	expectWrite(t, send, 2, http.StatusNoContent, "node-b's")
+	if got := up.values("Fencing-Epoch"); strings.Join(got, ",") != "1,2" {
 		t.Fatalf("upstream received epochs %v, want [1 2]", got)
 	}
 }
@@ -122,32 +111,9 @@ routes:
 // own concurrency.Election: the epoch is the leader key's create revision.
 func TestBringYourOwnEtcdElection(t *testing.T) {
 	c := testetcd.Start(t, 1)
-	var mu sync.Mutex
-	var got []string
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		mu.Lock()
-		got = append(got, r.Header.Get("Fencing-Epoch"))
-		mu.Unlock()
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	defer up.Close()
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "gw.yaml")
-	os.WriteFile(cfg, []byte(fmt.Sprintf(`
-store: %q
-routes:
-  - prefix: "/jobs/"
-    upstream: %q
-    tokens: raw
-    resource: "report-generator"
-    epoch_source:
-      kind: etcd
-      endpoints: [%q]
-      prefix: "/election/report-generator"
-`, filepath.Join(dir, "s.db"), up.URL, c.Endpoints()[0])), 0o600)
-	gw := start(t, "--config", cfg)
-	write := func(epoch int64) int { return post(t, gw.proxy+"/jobs/run", strconv.FormatInt(epoch, 10), "") }
+	gw, up := startWithEpochSource(t, "/jobs/", "report-generator",
+		fmt.Sprintf(`{kind: etcd, endpoints: [%q], prefix: "/election/report-generator"}`, c.Endpoints()[0]))
+	send := gw.proxy + "/jobs/run"
 
 	campaign := func(holder string) (*concurrency.Session, *concurrency.Election) {
 		s, err := concurrency.NewSession(c.Client(t), concurrency.WithTTL(5))
@@ -165,12 +131,8 @@ routes:
 	}
 	sa, ea := campaign("node-a")
 	epochA := ea.Rev()
-	if s := write(epochA); s != http.StatusNoContent {
-		t.Fatalf("node-a's epoch %d = %d", epochA, s)
-	}
-	if s := write(epochA + 1); s != http.StatusForbidden {
-		t.Fatalf("an epoch above the leader's = %d, want 403", s)
-	}
+	expectWrite(t, send, epochA, http.StatusNoContent, "node-a's")
+	expectWrite(t, send, epochA+1, http.StatusForbidden, "above the leader's")
 	// node-a's session ends (as when its process dies); node-b wins.
 	sa.Close()
 	_, eb := campaign("node-b")
@@ -178,14 +140,9 @@ routes:
 	if epochB <= epochA {
 		t.Fatalf("node-b's epoch %d is not above node-a's %d", epochB, epochA)
 	}
-	if s := write(epochA); s != http.StatusPreconditionFailed {
-		t.Fatalf("node-a's epoch after the takeover = %d, want 412", s)
-	}
-	if s := write(epochB); s != http.StatusNoContent {
-		t.Fatalf("node-b's epoch = %d", s)
-	}
-	mu.Lock()
-	defer mu.Unlock()
+	expectWrite(t, send, epochA, http.StatusPreconditionFailed, "node-a's, after the takeover")
+	expectWrite(t, send, epochB, http.StatusNoContent, "node-b's")
+	got := up.values("Fencing-Epoch")
 	if want := []string{strconv.FormatInt(epochA, 10), strconv.FormatInt(epochB, 10)}; strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Fatalf("upstream received epochs %v, want %v", got, want)
 	}

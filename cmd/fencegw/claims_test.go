@@ -1,18 +1,12 @@
 package main
 
 import (
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/golang-jwt/jwt/v5"
 )
 
 // TestSignedClaimNamesThroughTheBinary: issue 8, item 11, through the
@@ -22,17 +16,8 @@ import (
 // upstream; the same claims spelled exactly, and an iat within the leeway,
 // are admitted.
 func TestSignedClaimNamesThroughTheBinary(t *testing.T) {
-	dir := t.TempDir()
-	keyFile := filepath.Join(dir, "signing.pem")
-	if _, stderr, code := runCLI(t, "keys", "generate", "--out", keyFile); code != 0 {
-		t.Fatalf("keys generate: %s", stderr)
-	}
-	up := newRecorder(t)
-	cfg := filepath.Join(dir, "gw.yaml")
-	os.WriteFile(cfg, []byte(fmt.Sprintf("store: %q\nsigning:\n  key_file: %q\nroutes:\n  - prefix: /s/\n    upstream: %q\n",
-		filepath.Join(dir, "s.db"), keyFile, up.srv.URL)), 0o600)
-	p := start(t, "--config", cfg)
-	sign := gatewaySigner(t, p, keyFile)
+	up := newRecorder(t, http.StatusCreated)
+	p, sign := signingGateway(t, up.srv.URL)
 
 	now := time.Now().Unix()
 	// claims returns the payload of a valid token for invoice-sweeper with
@@ -90,34 +75,18 @@ func TestSignedClaimNamesThroughTheBinary(t *testing.T) {
 	}
 }
 
-// gatewaySigner returns a function that signs a payload, as given, with the
-// gateway's EdDSA key file under the key id its JWKS publishes.
-func gatewaySigner(t *testing.T, p *proc, keyFile string) func(payload string) string {
-	t.Helper()
-	resp, err := http.Get(p.api + "/.well-known/jwks.json")
-	if err != nil {
-		t.Fatal(err)
+// TestSignedTokenWithBadResourceIs400: an authentic token whose res is not
+// a valid resource name is a client error, not a store failure.
+func TestSignedTokenWithBadResourceIs400(t *testing.T) {
+	up := newRecorder(t, http.StatusCreated)
+	p, sign := signingGateway(t, up.srv.URL)
+	now := time.Now().Unix()
+	signed := sign(fmt.Sprintf(`{"iss":"fencegw","aud":"fencegw","sub":"node-a","res":" padded","epoch":1,"iat":%d,"exp":%d}`, now, now+60))
+	s, typ := rawExchange(t, p.proxy, rawPost("POST", "/s/x", "Fencing-Token: "+signed))
+	if s != http.StatusBadRequest || typ != "urn:fencegw:problem:bad-resource" {
+		t.Fatalf("token for res %q = %d %s, want 400 bad-resource", " padded", s, typ)
 	}
-	var set struct {
-		Keys []struct {
-			Kid string `json:"kid"`
-		} `json:"keys"`
-	}
-	json.NewDecoder(resp.Body).Decode(&set)
-	resp.Body.Close()
-	pem, _ := os.ReadFile(keyFile)
-	key, err := jwt.ParseEdPrivateKeyFromPEM(pem)
-	if err != nil || len(set.Keys) != 1 {
-		t.Fatalf("key: %v, %d published", err, len(set.Keys))
-	}
-	header := fmt.Sprintf(`{"alg":"EdDSA","typ":"JWT","kid":%q}`, set.Keys[0].Kid)
-	b64 := base64.RawURLEncoding.EncodeToString
-	return func(payload string) string {
-		input := b64([]byte(header)) + "." + b64([]byte(payload))
-		sig, err := jwt.SigningMethodEdDSA.Sign(input, key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return input + "." + b64(sig)
+	if got := up.lines(); len(got) != 0 {
+		t.Fatalf("the upstream received %q", got)
 	}
 }

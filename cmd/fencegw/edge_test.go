@@ -1,91 +1,24 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-	"time"
-
-	"github.com/golang-jwt/jwt/v5"
 )
-
-// recorder is an upstream that records every request line it receives.
-type recorder struct {
-	srv *httptest.Server
-	mu  sync.Mutex
-	got []string // "METHOD /escaped/path X-Tenant=v,v Fencing-Resource=r"
-}
-
-func newRecorder(t *testing.T) *recorder {
-	rec := &recorder{}
-	rec.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		line := fmt.Sprintf("%s %s X-Tenant=%s Fencing-Resource=%s", r.Method, r.URL.EscapedPath(),
-			strings.Join(r.Header.Values("X-Tenant"), ","), r.Header.Get("Fencing-Resource"))
-		rec.mu.Lock()
-		rec.got = append(rec.got, line)
-		rec.mu.Unlock()
-		w.WriteHeader(http.StatusCreated)
-	}))
-	t.Cleanup(rec.srv.Close)
-	return rec
-}
-
-func (r *recorder) lines() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]string(nil), r.got...)
-}
-
-// rawExchange sends raw request bytes to addr and returns the status and
-// the problem type of the answer ("" if none).
-func rawExchange(t *testing.T, addr, raw string) (int, string) {
-	t.Helper()
-	c, err := net.DialTimeout("tcp", strings.TrimPrefix(addr, "http://"), 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := io.WriteString(c, raw); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-	if err != nil {
-		t.Fatalf("read answer to %q: %v", raw, err)
-	}
-	defer resp.Body.Close()
-	var p struct {
-		Type string `json:"type"`
-	}
-	if resp.Header.Get("Content-Type") == "application/problem+json" {
-		json.NewDecoder(resp.Body).Decode(&p)
-	}
-	return resp.StatusCode, p.Type
-}
-
-func rawPost(method, target string, headers ...string) string {
-	return method + " " + target + " HTTP/1.1\r\nHost: gw\r\nConnection: close\r\nContent-Length: 2\r\n" +
-		strings.Join(headers, "\r\n") + "\r\n\r\nhi"
-}
 
 // TestEdgeRequestsThroughTheBinary: each way the issue found for a write
 // to reach the upstream as something other than what the fence checked is
 // refused by the built binary, and nothing refused reaches the upstream.
 func TestEdgeRequestsThroughTheBinary(t *testing.T) {
-	up := newRecorder(t)
+	up := newRecorder(t, http.StatusCreated)
 	dir := t.TempDir()
-	cfg := filepath.Join(dir, "gw.yaml")
-	os.WriteFile(cfg, []byte(fmt.Sprintf(`store: %q
+	cfg := writeFile(t, dir, "gw.yaml", []byte(fmt.Sprintf(`store: %q
 routes:
   - {prefix: "/tenants", upstream: "%s/base", strip_prefix: true, tokens: raw, resource: "tenant-{segment:1}"}
   - {prefix: "/docs/", upstream: %q, tokens: raw, resource: "doc-{segment:1}"}
@@ -93,7 +26,7 @@ routes:
   - {prefix: "/m/", upstream: %q, tokens: raw, resource: "m", methods: [POST]}
   - {prefix: "/d/", upstream: %q, tokens: raw, resource: "d", methods: [DELETE]}
   - {prefix: "/", upstream: %q, tokens: raw}
-`, filepath.Join(dir, "s.db"), up.srv.URL, up.srv.URL, up.srv.URL, up.srv.URL, up.srv.URL, up.srv.URL)), 0o600)
+`, filepath.Join(dir, "s.db"), up.srv.URL, up.srv.URL, up.srv.URL, up.srv.URL, up.srv.URL, up.srv.URL)))
 	p := start(t, "--config", cfg)
 
 	// Raise the fences the attacks would get around.
@@ -158,52 +91,6 @@ routes:
 	}
 }
 
-// TestSignedTokenWithBadResourceIs400: an authentic token whose res is not
-// a valid resource name is a client error, not a store failure.
-func TestSignedTokenWithBadResourceIs400(t *testing.T) {
-	dir := t.TempDir()
-	keyFile := filepath.Join(dir, "signing.pem")
-	if _, stderr, code := runCLI(t, "keys", "generate", "--out", keyFile); code != 0 {
-		t.Fatalf("keys generate: %s", stderr)
-	}
-	up := newRecorder(t)
-	cfg := filepath.Join(dir, "gw.yaml")
-	os.WriteFile(cfg, []byte(fmt.Sprintf("store: %q\nsigning:\n  key_file: %q\nroutes:\n  - prefix: /s/\n    upstream: %q\n",
-		filepath.Join(dir, "s.db"), keyFile, up.srv.URL)), 0o600)
-	p := start(t, "--config", cfg)
-	resp, err := http.Get(p.api + "/.well-known/jwks.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var set struct {
-		Keys []struct {
-			Kid string `json:"kid"`
-		} `json:"keys"`
-	}
-	json.NewDecoder(resp.Body).Decode(&set)
-	resp.Body.Close()
-	pem, _ := os.ReadFile(keyFile)
-	key, err := jwt.ParseEdPrivateKeyFromPEM(pem)
-	if err != nil || len(set.Keys) != 1 {
-		t.Fatalf("key: %v, %d published", err, len(set.Keys))
-	}
-	now := time.Now()
-	tok := jwt.NewWithClaims(jwt.SigningMethodEdDSA, jwt.MapClaims{"iss": "fencegw", "aud": "fencegw", "sub": "node-a",
-		"res": " padded", "epoch": 1, "iat": now.Unix(), "exp": now.Add(time.Minute).Unix()})
-	tok.Header["kid"] = set.Keys[0].Kid
-	signed, err := tok.SignedString(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, typ := rawExchange(t, p.proxy, rawPost("POST", "/s/x", "Fencing-Token: "+signed))
-	if s != http.StatusBadRequest || typ != "urn:fencegw:problem:bad-resource" {
-		t.Fatalf("token for res %q = %d %s, want 400 bad-resource", " padded", s, typ)
-	}
-	if got := up.lines(); len(got) != 0 {
-		t.Fatalf("the upstream received %q", got)
-	}
-}
-
 // TestEpochSourceResourceMustNotBeTheClients: config validation, and
 // fencegw serve before it opens or binds anything, refuse a route whose
 // epoch source the client could choose, naming the field.
@@ -260,16 +147,7 @@ func holdPort(t *testing.T) net.Listener {
 // replaced is refused. Pollers read the lease while leases change hands;
 // each time one sees epoch E+1 it writes at E at once and must get 412.
 func TestGrantVisibleMeansFenced(t *testing.T) {
-	up := newRecorder(t)
-	dir := t.TempDir()
-	keyFile := filepath.Join(dir, "signing.pem")
-	if _, stderr, code := runCLI(t, "keys", "generate", "--out", keyFile); code != 0 {
-		t.Fatalf("keys generate: %s", stderr)
-	}
-	cfg := filepath.Join(dir, "gw.yaml")
-	os.WriteFile(cfg, []byte(fmt.Sprintf("store: %q\nsigning:\n  key_file: %q\nroutes:\n  - prefix: /s/\n    upstream: %q\n",
-		filepath.Join(dir, "s.db"), keyFile, up.srv.URL)), 0o600)
-	p := start(t, "--config", cfg)
+	p, _ := signingGateway(t, newRecorder(t, http.StatusCreated).srv.URL)
 	type grant struct {
 		Epoch int64  `json:"epoch"`
 		Token string `json:"token"`

@@ -119,6 +119,25 @@ var framingCases = []struct{ name, raw, want string }{
 	{"head over max_header_bytes", rawWrite + "X-Big: " + strings.Repeat("a", 70<<10) + "\r\n\r\n", "431 urn:fencegw:problem:header-too-large close"},
 }
 
+// sendFramingCases sends each of framingCases on a connection of its own
+// from dial and checks its one answer, then that not one byte reached up.
+// Errors name a case followed by how (such as " over TLS").
+func sendFramingCases(t *testing.T, up *byteCountingUpstream, how string, dial func() (net.Conn, error)) {
+	t.Helper()
+	for _, c := range framingCases {
+		conn, err := dial()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := rawAnswers(t, conn, c.raw); len(got) != 1 || got[0] != c.want {
+			t.Errorf("%s%s: answers %q, want %q", c.name, how, got, c.want)
+		}
+	}
+	if whole, n := up.received(); n != 0 {
+		t.Fatalf("the upstream received %d bytes (whole requests %q)", n, whole)
+	}
+}
+
 // TestFramingAttacksThroughTheBinary sends each attack to the real binary
 // over a socket: a problem, and not one byte reaches the upstream; valid
 // pipelined writes still work.
@@ -126,18 +145,7 @@ func TestFramingAttacksThroughTheBinary(t *testing.T) {
 	up := newByteCountingUpstream(t)
 	p := start(t, "--store", filepath.Join(t.TempDir(), "s.db"), "--route", "/email/="+up.URL)
 	addr := strings.TrimPrefix(p.proxy, "http://")
-	for _, c := range framingCases {
-		conn, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := rawAnswers(t, conn, c.raw); len(got) != 1 || got[0] != c.want {
-			t.Errorf("%s: answers %q, want %q", c.name, got, c.want)
-		}
-	}
-	if whole, n := up.received(); n != 0 {
-		t.Fatalf("the upstream received %d bytes (whole requests %q)", n, whole)
-	}
+	sendFramingCases(t, up, "", func() (net.Conn, error) { return net.Dial("tcp", addr) })
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -187,18 +195,9 @@ func TestFramingAttacksOverTLS(t *testing.T) {
 	addr := strings.TrimPrefix(p.proxy, "http://")
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(ca.pem)
-	for _, c := range framingCases {
-		conn, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: roots, ServerName: "gateway.test", NextProtos: []string{"http/1.1"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := rawAnswers(t, conn, c.raw); len(got) != 1 || got[0] != c.want {
-			t.Errorf("%s over TLS: answers %q, want %q", c.name, got, c.want)
-		}
-	}
-	if whole, n := up.received(); n != 0 {
-		t.Fatalf("the upstream received %d bytes (whole requests %q)", n, whole)
-	}
+	sendFramingCases(t, up, " over TLS", func() (net.Conn, error) {
+		return tls.Dial("tcp", addr, &tls.Config{RootCAs: roots, ServerName: "gateway.test", NextProtos: []string{"http/1.1"}})
+	})
 	for _, h2 := range []bool{false, true} {
 		tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, ServerName: "gateway.test"}, ForceAttemptHTTP2: h2}
 		if !h2 {

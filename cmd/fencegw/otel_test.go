@@ -93,10 +93,21 @@ func spanAttrs(s *tracepb.Span) map[string]string {
 	return m
 }
 
+// sendWithTrace sends a write for invoice-sweeper with token (none if
+// empty) in the client's W3C trace traceID, and returns the status and the
+// problem.
 func sendWithTrace(t *testing.T, url, token, traceID string) (int, map[string]any) {
 	t.Helper()
+	return sendTraced(t, url, token, "traceparent", "00-"+traceID+"-00f067aa0ba902b7-01")
+}
+
+// sendTraced sends a write for invoice-sweeper with token (none if empty)
+// and the trace context field header: value, and returns the status and
+// the problem.
+func sendTraced(t *testing.T, url, token, header, value string) (int, map[string]any) {
+	t.Helper()
 	req, _ := http.NewRequest("POST", url, strings.NewReader("x"))
-	req.Header.Set("traceparent", "00-"+traceID+"-00f067aa0ba902b7-01")
+	req.Header.Set(header, value)
 	if token != "" {
 		req.Header.Set("Fencing-Token", token)
 	}
@@ -116,19 +127,10 @@ func sendWithTrace(t *testing.T, url, token, traceID string) (int, map[string]an
 // write, each with a client traceparent.
 func TestAuditOverOTLP(t *testing.T) {
 	rcv := newOTLPReceiver(t)
-	var mu sync.Mutex
-	var upstreamTraces []string
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		mu.Lock()
-		upstreamTraces = append(upstreamTraces, r.Header.Get("traceparent"))
-		mu.Unlock()
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	defer up.Close()
+	up := newRecorder(t, http.StatusNoContent)
 	env := []string{"OTEL_TRACES_EXPORTER=otlp", "OTEL_EXPORTER_OTLP_ENDPOINT=" + rcv.URL,
 		"OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf", "OTEL_SERVICE_NAME=fencegw-audit-test", "OTEL_BSP_SCHEDULE_DELAY=100"}
-	gw := startEnv(t, env, "--store", filepath.Join(t.TempDir(), "s.db"), "--route", "/w/="+up.URL)
+	gw := startEnv(t, env, "--store", filepath.Join(t.TempDir(), "s.db"), "--route", "/w/="+up.srv.URL)
 
 	const admitted, stale, missing = "4bf92f3577b34da6a3ce929d0e0e4731", "4bf92f3577b34da6a3ce929d0e0e4732", "4bf92f3577b34da6a3ce929d0e0e4733"
 	if s, _ := sendWithTrace(t, gw.proxy+"/w/x", "2", admitted); s != http.StatusNoContent {
@@ -141,11 +143,9 @@ func TestAuditOverOTLP(t *testing.T) {
 	if s, p := sendWithTrace(t, gw.proxy+"/w/x", "", missing); s != http.StatusPreconditionRequired || p["trace_id"] != missing {
 		t.Fatalf("tokenless write = %d %v", s, p)
 	}
-	mu.Lock()
-	if len(upstreamTraces) != 1 || !strings.Contains(upstreamTraces[0], admitted) {
+	if upstreamTraces := up.values("traceparent"); len(upstreamTraces) != 1 || !strings.Contains(upstreamTraces[0], admitted) {
 		t.Fatalf("upstream traceparents %v, want the client's trace %s", upstreamTraces, admitted)
 	}
-	mu.Unlock()
 
 	// The spans arrive with the decision attributes and the stale event.
 	want := map[string]string{admitted: "admitted", stale: "stale", missing: "missing"}
@@ -202,18 +202,13 @@ func TestAuditOverOTLP(t *testing.T) {
 // in the gateway's log.
 func assertAudited(t *testing.T, gw *proc, traceID string) {
 	t.Helper()
-	resp, err := http.Get(gw.api + "/v1/audit/rejections?resource=invoice-sweeper")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var list struct {
 		Rejections []struct {
 			TraceID  string `json:"trace_id"`
 			Decision string `json:"decision"`
 		} `json:"rejections"`
 	}
-	json.NewDecoder(resp.Body).Decode(&list)
-	resp.Body.Close()
+	getJSON(t, gw.api+"/v1/audit/rejections?resource=invoice-sweeper", &list)
 	var audited bool
 	for _, r := range list.Rejections {
 		audited = audited || (r.TraceID == traceID && r.Decision == "stale")
@@ -237,8 +232,7 @@ func assertAudited(t *testing.T, gw *proc, traceID string) {
 // the refusal, and yet the audit and the log name it.
 func TestAuditSurvivesSampling(t *testing.T) {
 	rcv := newOTLPReceiver(t)
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }))
-	defer up.Close()
+	up := okUpstream(t)
 	env := []string{"OTEL_TRACES_EXPORTER=otlp", "OTEL_EXPORTER_OTLP_ENDPOINT=" + rcv.URL, "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf",
 		"OTEL_TRACES_SAMPLER=traceidratio", "OTEL_TRACES_SAMPLER_ARG=0", "OTEL_BSP_SCHEDULE_DELAY=100"}
 	gw := startEnv(t, env, "--store", filepath.Join(t.TempDir(), "s.db"), "--route", "/w/="+up.URL)
@@ -260,43 +254,22 @@ func TestAuditSurvivesSampling(t *testing.T) {
 // problem, the audit and the log, and the upstream gets a B3 header of it.
 func TestOTelDisabledB3(t *testing.T) {
 	rcv := newOTLPReceiver(t)
-	var mu sync.Mutex
-	var upstream []http.Header
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		upstream = append(upstream, r.Header.Clone())
-		mu.Unlock()
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	defer up.Close()
+	up := newRecorder(t, http.StatusNoContent)
 	env := []string{"OTEL_SDK_DISABLED=true", "OTEL_PROPAGATORS=b3", "OTEL_TRACES_EXPORTER=otlp",
 		"OTEL_EXPORTER_OTLP_ENDPOINT=" + rcv.URL, "OTEL_TRACES_SAMPLER=always_on", "OTEL_BSP_SCHEDULE_DELAY=100"}
-	gw := startEnv(t, env, "--store", filepath.Join(t.TempDir(), "s.db"), "--route", "/w/="+up.URL)
+	gw := startEnv(t, env, "--store", filepath.Join(t.TempDir(), "s.db"), "--route", "/w/="+up.srv.URL)
 
 	send := func(token, traceID string) (int, map[string]any) {
-		req, _ := http.NewRequest("POST", gw.proxy+"/w/x", strings.NewReader("x"))
-		req.Header.Set("b3", traceID+"-00f067aa0ba902b7-1")
-		req.Header.Set("Fencing-Token", token)
-		req.Header.Set("Fencing-Resource", "invoice-sweeper")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var p map[string]any
-		json.NewDecoder(resp.Body).Decode(&p)
-		return resp.StatusCode, p
+		return sendTraced(t, gw.proxy+"/w/x", token, "b3", traceID+"-00f067aa0ba902b7-1")
 	}
 	const admitted, stale = "6bf92f3577b34da6a3ce929d0e0e4731", "6bf92f3577b34da6a3ce929d0e0e4732"
 	if s, _ := send("2", admitted); s != http.StatusNoContent {
 		t.Fatalf("admitted write = %d", s)
 	}
-	mu.Lock()
-	if len(upstream) != 1 || !strings.HasPrefix(upstream[0].Get("b3"), admitted+"-") ||
-		strings.Contains(upstream[0].Get("b3"), "00f067aa0ba902b7") || upstream[0].Get("traceparent") != "" {
-		t.Fatalf("upstream headers %v, want a b3 header of trace %s with the gateway's span, no traceparent", upstream, admitted)
+	if b3, tp := up.values("b3"), up.values("traceparent"); len(b3) != 1 || !strings.HasPrefix(b3[0], admitted+"-") ||
+		strings.Contains(b3[0], "00f067aa0ba902b7") || tp[0] != "" {
+		t.Fatalf("upstream b3 %q, traceparent %q: want a b3 header of trace %s with the gateway's span, no traceparent", b3, tp, admitted)
 	}
-	mu.Unlock()
 	if s, p := send("1", stale); s != http.StatusPreconditionFailed || p["trace_id"] != stale {
 		t.Fatalf("stale write = %d %v, want 412 naming trace %s", s, p, stale)
 	}

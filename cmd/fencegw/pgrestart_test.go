@@ -16,7 +16,7 @@ import (
 // never shown.
 func TestPostgresRestartThroughTheBinary(t *testing.T) {
 	cl := testpg.Require(t)
-	up := newRecorder(t)
+	up := newRecorder(t, 201)
 	p := start(t, "--store", cl.NewDatabase(t), "--route", "/w/="+up.srv.URL, "--log-format", "json")
 	if got := post(t, p.proxy+"/w/x", "3", "mail"); got != 201 {
 		t.Fatalf("first write = %d, want 201", got)

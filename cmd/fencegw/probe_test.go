@@ -2,14 +2,11 @@ package main
 
 import (
 	"net"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -126,17 +123,7 @@ func TestProbeFlagsCheckedFirst(t *testing.T) {
 // $FENCEGW_API, /readyz or /healthz), and fails while the gateway drains
 // after SIGTERM, naming the reason.
 func TestProbe(t *testing.T) {
-	entered, release := make(chan struct{}), make(chan struct{})
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		close(entered)
-		<-release
-		w.WriteHeader(http.StatusAccepted)
-	}))
-	defer up.Close()
-	var once sync.Once
-	free := func() { once.Do(func() { close(release) }) }
-	defer free() // before up.Close, which waits for the write
-	p := start(t, "--store", filepath.Join(t.TempDir(), "s.db"), "--route", "/w/="+up.URL)
+	p := startHolding(t)
 
 	for _, tc := range []struct {
 		env  []string
@@ -155,12 +142,7 @@ func TestProbe(t *testing.T) {
 
 	// SIGTERM with a write in flight: the gateway drains until the write
 	// ends, and meanwhile the probe fails.
-	status := make(chan int, 1)
-	go func() { status <- post(t, p.proxy+"/w/x", "1", "r") }()
-	<-entered
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
+	p.sigtermMidWrite(t)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		out, errOut, code := probeRun(t, nil, "--api", p.api)
@@ -173,13 +155,7 @@ func TestProbe(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	free()
-	if s := <-status; s != http.StatusAccepted {
-		t.Fatalf("in-flight write = %d, want 202", s)
-	}
-	if code := p.wait(t); code != 0 {
-		t.Fatalf("exit %d, want 0\n%s", code, p.stderr.String())
-	}
+	p.finish(t)
 	out, errOut, code = probeRun(t, nil, "--api", p.api)
 	wantNotReady(t, "stopped", out, errOut, code, "connection refused")
 }

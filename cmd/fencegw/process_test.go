@@ -2,17 +2,12 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -51,126 +46,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// proc is a running fencegw process.
-type proc struct {
-	cmd    *exec.Cmd
-	stderr *syncBuffer
-	proxy  string // http://host:port
-	api    string
-	done   chan struct{}
-	err    error
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-// start runs `fencegw serve` with args plus fresh listen addresses, and
-// waits until its control API answers.
-func start(t *testing.T, args ...string) *proc {
-	t.Helper()
-	return startEnv(t, nil, args...)
-}
-
-// startEnv is start with extra environment variables (NAME=value).
-func startEnv(t *testing.T, env []string, args ...string) *proc {
-	t.Helper()
-	proxyAddr, apiAddr := freeAddr(t), freeAddr(t)
-	args = append([]string{"serve", "--listen", proxyAddr, "--api-listen", apiAddr}, args...)
-	p := &proc{cmd: exec.Command(binary, args...), stderr: &syncBuffer{}, proxy: "http://" + proxyAddr,
-		api: "http://" + apiAddr, done: make(chan struct{})}
-	p.cmd.Stderr = p.stderr
-	p.cmd.Env = append(os.Environ(), env...)
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { p.err = p.cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		p.cmd.Process.Kill()
-		<-p.done
-		if t.Failed() {
-			t.Logf("fencegw stderr:\n%s", p.stderr.String())
-		}
-	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get(p.api + "/healthz")
-		if err == nil {
-			resp.Body.Close()
-			return p
-		}
-		select {
-		case <-p.done:
-			t.Fatalf("fencegw exited early: %v\n%s", p.err, p.stderr.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("fencegw did not come up:\n%s", p.stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func (p *proc) wait(t *testing.T) int {
-	t.Helper()
-	select {
-	case <-p.done:
-	case <-time.After(60 * time.Second):
-		t.Fatal("fencegw did not exit")
-	}
-	return p.cmd.ProcessState.ExitCode()
-}
-
-func post(t *testing.T, url, token, resource string) int {
-	t.Helper()
-	req, _ := http.NewRequest("POST", url, strings.NewReader("x"))
-	if token != "" {
-		req.Header.Set("Fencing-Token", token)
-	}
-	if resource != "" {
-		req.Header.Set("Fencing-Resource", resource)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("POST %s: %v", url, err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return resp.StatusCode
-}
-
-func okUpstream(t *testing.T) *httptest.Server {
-	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	t.Cleanup(s.Close)
-	return s
-}
-
 func TestBadConfigRefusedBeforeListening(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "bad.yaml")
@@ -207,33 +82,11 @@ routes:
 	}
 }
 
-func exitCode(err error) int {
-	if err == nil {
-		return 0
-	}
-	if ee, ok := err.(*exec.ExitError); ok {
-		return ee.ExitCode()
-	}
-	return -1
-}
-
 // TestSIGTERMDrainsInFlight sends SIGTERM while a write is in flight: the
 // write completes, and the process exits 0.
 func TestSIGTERMDrainsInFlight(t *testing.T) {
-	entered := make(chan struct{})
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		close(entered)
-		time.Sleep(time.Second)
-		w.WriteHeader(http.StatusAccepted)
-	}))
-	defer up.Close()
-	p := start(t, "--store", filepath.Join(t.TempDir(), "s.db"), "--route", "/w/="+up.URL)
-	status := make(chan int, 1)
-	go func() { status <- post(t, p.proxy+"/w/x", "1", "r") }()
-	<-entered
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
+	p := startHolding(t)
+	p.sigtermMidWrite(t)
 	// While the write drains, the gateway says it is not ready.
 	deadline := time.Now().Add(500 * time.Millisecond)
 	for {
@@ -249,12 +102,7 @@ func TestSIGTERMDrainsInFlight(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if s := <-status; s != http.StatusAccepted {
-		t.Fatalf("in-flight write = %d, want 202", s)
-	}
-	if code := p.wait(t); code != 0 {
-		t.Fatalf("exit %d, want 0\n%s", code, p.stderr.String())
-	}
+	p.finish(t)
 	if !strings.Contains(p.stderr.String(), "stopped cleanly") {
 		t.Fatalf("no clean stop logged:\n%s", p.stderr.String())
 	}

@@ -13,7 +13,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -54,14 +53,6 @@ func (ca *testCA) issue(t *testing.T, name string) (certPEM, keyPEM []byte) {
 	}
 	kder, _ := x509.MarshalECPrivateKey(key)
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
-}
-
-func writeFile(t *testing.T, dir, name string, data []byte) string {
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 // TestTLSEverywhere: the proxy over TLS, the control API over mutual TLS,

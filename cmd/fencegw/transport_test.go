@@ -21,19 +21,11 @@ import (
 // the gateway's stale-epoch 412 ends node-a's term.
 func TestLeaderTransportThroughProcesses(t *testing.T) {
 	var (
-		mu      sync.Mutex
-		sends   int      // writes that reached /w/send
-		landed  []string // Fencing-Epoch of those that reached /w/landed
-		atOther []string // Fencing-Token of those that reached the other server
+		mu     sync.Mutex
+		sends  int      // writes that reached /w/send
+		landed []string // Fencing-Epoch of those that reached /w/landed
 	)
-	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		mu.Lock()
-		atOther = append(atOther, r.Header.Get("Fencing-Token"))
-		mu.Unlock()
-		w.WriteHeader(http.StatusCreated)
-	}))
-	defer other.Close()
+	other := newRecorder(t, http.StatusCreated)
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		mu.Lock()
@@ -53,7 +45,7 @@ func TestLeaderTransportThroughProcesses(t *testing.T) {
 			w.WriteHeader(http.StatusPreconditionFailed)
 			io.WriteString(w, `{"type":"urn:example:etag-mismatch","status":412}`)
 		case 3:
-			http.Redirect(w, r, other.URL+"/in", http.StatusTemporaryRedirect)
+			http.Redirect(w, r, other.srv.URL+"/in", http.StatusTemporaryRedirect)
 		case 4:
 			http.Redirect(w, r, "/w/landed", http.StatusTemporaryRedirect)
 		default:
@@ -85,10 +77,10 @@ func TestLeaderTransportThroughProcesses(t *testing.T) {
 			t.Fatalf("node-a stopped leading on the upstream's own 412: %v", ev)
 		}
 	}
-	mu.Lock()
-	if len(atOther) != 1 || atOther[0] != "" {
+	if atOther := other.values("Fencing-Token"); len(atOther) != 1 || atOther[0] != "" {
 		t.Errorf("the other server received Fencing-Token %q, want one write without it", atOther)
 	}
+	mu.Lock()
 	if len(landed) != 1 || landed[0] != "1" {
 		t.Errorf("the same-origin redirect reached the upstream with Fencing-Epoch %q, want 1", landed)
 	}

@@ -9,27 +9,24 @@ import (
 )
 
 // TestContract runs the store contract against one single-member cluster.
-// Each subtest keeps its keys under its own prefix; each Factory call opens a
-// new Store with its own client, so "restart" and "second replica" are real
-// reconnections.
 func TestContract(t *testing.T) {
-	c := testetcd.Start(t, 1)
-	storetest.Run(t, func(t *testing.T) storetest.Factory {
-		prefix := "/contract/" + t.Name() + "/"
-		return func(t *testing.T) tokens.Store {
-			return open(t, c, prefix)
-		}
-	})
+	storetest.Run(t, freshUnder(testetcd.Start(t, 1), "/contract/"))
 }
 
-// TestLeaseContract runs the lease contract the same way: one single-member
-// cluster, one prefix per subtest, a new client per Factory call.
+// TestLeaseContract runs the lease contract the same way.
 func TestLeaseContract(t *testing.T) {
-	c := testetcd.Start(t, 1)
-	storetest.RunLeases(t, func(t *testing.T) storetest.Factory {
-		prefix := "/leases/" + t.Name() + "/"
+	storetest.RunLeases(t, freshUnder(testetcd.Start(t, 1), "/leases/"))
+}
+
+// freshUnder returns a contract suite's fresh function over cluster c: each
+// subtest keeps its keys under a prefix of its own below base, and each
+// Factory call opens a new Store with its own client, so "restart" and
+// "second replica" are real reconnections.
+func freshUnder(c *testetcd.Cluster, base string) func(t *testing.T) storetest.Factory {
+	return func(t *testing.T) storetest.Factory {
+		prefix := base + t.Name() + "/"
 		return func(t *testing.T) tokens.Store {
 			return open(t, c, prefix)
 		}
-	})
+	}
 }

@@ -17,10 +17,7 @@ import (
 // before owners existed run with the anonymous caller throughout, so they
 // also show that without owners nothing changed.
 func RunLeases(t *testing.T, fresh func(t *testing.T) Factory) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, f Factory)
-	}{
+	runCases(t, fresh, []contractCase{
 		{"AcquireFree", testAcquireFree},
 		{"AcquireHeldByAnother", testAcquireHeld},
 		{"AcquireAgainRaisesEpoch", testAcquireAgain},
@@ -43,12 +40,7 @@ func RunLeases(t *testing.T, fresh func(t *testing.T) Factory) {
 		{"UnownedLeases", testUnownedLeases},
 		{"OwnerSurvivesRestartAndReplicas", testOwnerDurable},
 		{"InvalidCaller", testInvalidCaller},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			tt.fn(t, fresh(t))
-		})
-	}
+	})
 }
 
 // anon is the anonymous caller: no name, no admin rights. Its grants are
@@ -74,7 +66,9 @@ func mustAcquireBy(t *testing.T, s tokens.Store, name, holder string, ttl time.D
 	return g
 }
 
-func mustBeHeld(t *testing.T, err error, holder string, epoch int64) {
+// MustBeHeld fails t unless err is a *tokens.LeaseHeldError naming holder,
+// epoch and the live lease's deadline.
+func MustBeHeld(t testing.TB, err error, holder string, epoch int64) {
 	t.Helper()
 	var held *tokens.LeaseHeldError
 	if !errors.As(err, &held) || held.Holder != holder || held.Epoch != epoch || held.ExpiresAt.IsZero() {
@@ -82,7 +76,8 @@ func mustBeHeld(t *testing.T, err error, holder string, epoch int64) {
 	}
 }
 
-func mustBeLost(t *testing.T, err error) {
+// MustBeLost fails t unless err is a *tokens.LeaseLostError.
+func MustBeLost(t testing.TB, err error) {
 	t.Helper()
 	var lost *tokens.LeaseLostError
 	if !errors.As(err, &lost) {
@@ -134,7 +129,7 @@ func testAcquireHeld(t *testing.T, f Factory) {
 	s := f(t)
 	mustAcquire(t, s, "lease", "node-a", 15*time.Second)
 	_, err := s.Acquire(ctx(t), "lease", "node-b", 15*time.Second, anon)
-	mustBeHeld(t, err, "node-a", 1)
+	MustBeHeld(t, err, "node-a", 1)
 	mustCurrent(t, s, "lease", 1)
 }
 
@@ -162,11 +157,11 @@ func testRenew(t *testing.T, f Factory) {
 		}
 	}
 	_, err := s.Renew(ctx(t), "lease", "node-b", g.Epoch, anon)
-	mustBeLost(t, err)
+	MustBeLost(t, err)
 	_, err = s.Renew(ctx(t), "lease", "node-a", g.Epoch+1, anon)
-	mustBeLost(t, err)
+	MustBeLost(t, err)
 	_, err = s.Renew(ctx(t), "never", "node-a", 1, anon)
-	mustBeLost(t, err)
+	MustBeLost(t, err)
 	mustCurrent(t, s, "lease", g.Epoch)
 }
 
@@ -183,9 +178,9 @@ func testExpiryAndTakeover(t *testing.T, f Factory) {
 	mustCurrent(t, s, "sweeper", b.Epoch)
 	mustBeStale(t, s, "sweeper", a.Epoch, b.Epoch)
 	_, err := s.Renew(ctx(t), "sweeper", "node-a", a.Epoch, anon)
-	mustBeLost(t, err)
+	MustBeLost(t, err)
 	_, err = s.Acquire(ctx(t), "sweeper", "node-a", time.Second, anon)
-	mustBeHeld(t, err, "node-b", b.Epoch)
+	MustBeHeld(t, err, "node-b", b.Epoch)
 }
 
 func testRelease(t *testing.T, f Factory) {
@@ -201,14 +196,14 @@ func testRelease(t *testing.T, f Factory) {
 		t.Fatalf("after release: %+v, %v", l, err)
 	}
 	_, err = s.Renew(ctx(t), "lease", "node-a", a.Epoch, anon)
-	mustBeLost(t, err)
+	MustBeLost(t, err)
 	b := mustAcquire(t, s, "lease", "node-b", 15*time.Second)
 	if b.Epoch != a.Epoch+1 {
 		t.Fatalf("acquire after release: epoch %d, want %d", b.Epoch, a.Epoch+1)
 	}
-	mustBeLost(t, s.Release(ctx(t), "lease", "node-a", a.Epoch, anon))
-	mustBeLost(t, s.Release(ctx(t), "lease", "node-b", b.Epoch+1, anon))
-	mustBeLost(t, s.Release(ctx(t), "never", "node-b", 1, anon))
+	MustBeLost(t, s.Release(ctx(t), "lease", "node-a", a.Epoch, anon))
+	MustBeLost(t, s.Release(ctx(t), "lease", "node-b", b.Epoch+1, anon))
+	MustBeLost(t, s.Release(ctx(t), "never", "node-b", 1, anon))
 	mustCurrent(t, s, "lease", b.Epoch)
 }
 
@@ -333,7 +328,7 @@ func testLeaseSurvivesRestart(t *testing.T, f Factory) {
 		t.Fatalf("after restart: %+v, %v", l, err)
 	}
 	_, err = s2.Acquire(ctx(t), "durable-lease", "node-b", time.Second, anon)
-	mustBeHeld(t, err, "node-a", g.Epoch)
+	MustBeHeld(t, err, "node-a", g.Epoch)
 	if _, err := s2.Renew(ctx(t), "durable-lease", "node-a", g.Epoch, anon); err != nil {
 		t.Fatalf("renew after restart: %v", err)
 	}
@@ -341,15 +336,13 @@ func testLeaseSurvivesRestart(t *testing.T, f Factory) {
 }
 
 func testLeaseShared(t *testing.T, f Factory) {
-	s1 := f(t)
-	if s1.Exclusive() {
-		t.Log("exclusive store: no second client to test")
+	s1, s2, ok := twoClients(t, f)
+	if !ok {
 		return
 	}
-	s2 := f(t)
 	g := mustAcquire(t, s1, "shared-lease", "node-a", 15*time.Second)
 	_, err := s2.Acquire(ctx(t), "shared-lease", "node-b", 15*time.Second, anon)
-	mustBeHeld(t, err, "node-a", g.Epoch)
+	MustBeHeld(t, err, "node-a", g.Epoch)
 	if _, err := s2.Renew(ctx(t), "shared-lease", "node-a", g.Epoch, anon); err != nil {
 		t.Fatalf("renew through another client: %v", err)
 	}

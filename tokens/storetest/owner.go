@@ -61,9 +61,9 @@ func testRenewOwned(t *testing.T, f Factory) {
 	}
 	// A renewal naming another grant is lost, whoever asks.
 	_, err := s.Renew(ctx(t), "lease", "node-a", g.Epoch+1, keyTwo)
-	mustBeLost(t, err)
+	MustBeLost(t, err)
 	_, err = s.Renew(ctx(t), "lease", "node-b", g.Epoch, keyTwo)
-	mustBeLost(t, err)
+	MustBeLost(t, err)
 	// The owner's retried renew is as safe as one; an admin's renew keeps
 	// the owner.
 	for i, by := range []tokens.Caller{keyOne, keyOne, admin} {
@@ -81,7 +81,7 @@ func testReleaseOwned(t *testing.T, f Factory) {
 	g := mustAcquireBy(t, s, "lease", "node-a", 15*time.Second, keyOne)
 	mustBeOwned(t, s.Release(ctx(t), "lease", "node-a", g.Epoch, keyTwo), "lease", keyOne.Name, keyTwo)
 	mustBeOwned(t, s.Release(ctx(t), "lease", "node-a", g.Epoch, anon), "lease", keyOne.Name, anon)
-	mustBeLost(t, s.Release(ctx(t), "lease", "node-a", g.Epoch+1, keyTwo))
+	MustBeLost(t, s.Release(ctx(t), "lease", "node-a", g.Epoch+1, keyTwo))
 	mustLease(t, s, "lease", "node-a", g.Epoch, keyOne.Name, true)
 	for i := 0; i < 2; i++ { // the owner's retried release is as safe as one
 		if err := s.Release(ctx(t), "lease", "node-a", g.Epoch, keyOne); err != nil {
@@ -95,7 +95,7 @@ func testReleaseOwned(t *testing.T, f Factory) {
 	if b.Epoch != g.Epoch+1 || b.Previous == nil || b.Previous.Owner != keyOne.Name {
 		t.Fatalf("takeover of the released lease = %+v previous %+v", b.Lease, b.Previous)
 	}
-	mustBeLost(t, s.Release(ctx(t), "lease", "node-a", g.Epoch, keyOne))
+	MustBeLost(t, s.Release(ctx(t), "lease", "node-a", g.Epoch, keyOne))
 	// An admin may release any owner's grant.
 	if err := s.Release(ctx(t), "lease", "node-a", b.Epoch, admin); err != nil {
 		t.Fatalf("admin's release: %v", err)
@@ -113,7 +113,7 @@ func testAcquireOwned(t *testing.T, f Factory) {
 	}
 	// Another holder is held off as ever.
 	_, err := s.Acquire(ctx(t), "lease", "node-b", 15*time.Second, keyTwo)
-	mustBeHeld(t, err, "node-a", g.Epoch)
+	MustBeHeld(t, err, "node-a", g.Epoch)
 	mustLease(t, s, "lease", "node-a", g.Epoch, keyOne.Name, true)
 	mustCurrent(t, s, "lease", g.Epoch)
 	// An admin may re-grant it; the grant is then the admin's.
@@ -124,7 +124,7 @@ func testAcquireOwned(t *testing.T, f Factory) {
 	_, err = s.Acquire(ctx(t), "lease", "node-a", 15*time.Second, keyOne)
 	mustBeOwned(t, err, "lease", admin.Name, keyOne)
 	_, err = s.Renew(ctx(t), "lease", "node-a", g.Epoch, keyOne)
-	mustBeLost(t, err)
+	MustBeLost(t, err)
 	mustCurrent(t, s, "lease", a.Epoch)
 }
 
@@ -138,7 +138,7 @@ func testOwnedTakeover(t *testing.T, f Factory) {
 		t.Fatalf("takeover = %+v previous %+v", b.Lease, b.Previous)
 	}
 	_, err := s.Renew(ctx(t), "sweeper", "node-a", g.Epoch, keyOne)
-	mustBeLost(t, err)
+	MustBeLost(t, err)
 	_, err = s.Renew(ctx(t), "sweeper", "node-a", b.Epoch, keyOne)
 	mustBeOwned(t, err, "sweeper", keyTwo.Name, keyOne)
 	mustBeStale(t, s, "sweeper", g.Epoch, b.Epoch)

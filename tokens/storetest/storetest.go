@@ -25,10 +25,7 @@ type Factory func(t *testing.T) tokens.Store
 // Run runs the contract suite. fresh is called once per subtest and must
 // return a Factory over state that no other subtest sees.
 func Run(t *testing.T, fresh func(t *testing.T) Factory) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, f Factory)
-	}{
+	runCases(t, fresh, []contractCase{
 		{"UnknownIsZero", testUnknownIsZero},
 		{"AdvanceSequence", testAdvanceSequence},
 		{"IntegerOrder", testIntegerOrder},
@@ -41,10 +38,22 @@ func Run(t *testing.T, fresh func(t *testing.T) Factory) {
 		{"SharedBetweenClients", testSharedBetweenClients},
 		{"CancelledContext", testCancelledContext},
 		{"Ping", testPing},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			tt.fn(t, fresh(t))
+	})
+}
+
+// contractCase is one case of a contract suite: what it checks of the
+// state a Factory opens.
+type contractCase struct {
+	name string
+	fn   func(t *testing.T, f Factory)
+}
+
+// runCases runs each case as a subtest with a Factory over fresh state of
+// its own.
+func runCases(t *testing.T, fresh func(t *testing.T) Factory, cases []contractCase) {
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.fn(t, fresh(t))
 		})
 	}
 }
@@ -246,15 +255,24 @@ func testSurvivesRestart(t *testing.T, f Factory) {
 	mustAdvance(t, s2, "durable", 43)
 }
 
-func testSharedBetweenClients(t *testing.T, f Factory) {
-	s1 := f(t)
+// twoClients opens two clients of f's state, as two replicas would. An
+// exclusive store has one writer process by construction (the restart
+// cases cover its only way of sharing state): for one, twoClients logs so
+// and returns ok false.
+func twoClients(t *testing.T, f Factory) (s1, s2 tokens.Store, ok bool) {
+	s1 = f(t)
 	if s1.Exclusive() {
-		// An exclusive store has one writer process by construction; the
-		// restart test covers its only way of sharing state.
 		t.Log("exclusive store: no second client to test")
+		return s1, nil, false
+	}
+	return s1, f(t), true
+}
+
+func testSharedBetweenClients(t *testing.T, f Factory) {
+	s1, s2, ok := twoClients(t, f)
+	if !ok {
 		return
 	}
-	s2 := f(t)
 	mustAdvance(t, s1, "shared", 5)
 	mustCurrent(t, s2, "shared", 5)
 	mustBeStale(t, s2, "shared", 3, 5)

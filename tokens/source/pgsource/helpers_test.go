@@ -54,6 +54,15 @@ func database(t *testing.T) (string, *pgx.Conn) {
 	return dsn, client(t, dsn)
 }
 
+// seeded creates a database on the shared cluster holding the seed's table
+// and returns a lease client connected to it and a source reading it.
+func seeded(t *testing.T) (*pgx.Conn, *pgsource.Source) {
+	t.Helper()
+	dsn, lease := database(t)
+	exec(t, lease, seedDDL)
+	return lease, open(t, pgsource.Options{DSN: dsn})
+}
+
 func exec(t *testing.T, conn *pgx.Conn, sql string, args ...any) {
 	t.Helper()
 	if _, err := conn.Exec(sourcetest.Context(t, 30*time.Second), sql, args...); err != nil {

@@ -13,9 +13,7 @@ import (
 // TestSeedRenewal drives the seed's RENEW: renewal keeps the epoch and the
 // lease live, and a leader that was taken over cannot renew.
 func TestSeedRenewal(t *testing.T) {
-	dsn, lease := database(t)
-	exec(t, lease, seedDDL)
-	s := open(t, pgsource.Options{DSN: dsn})
+	lease, s := seeded(t)
 	const r = "invoice-sweeper"
 
 	if e := acquire(t, lease, r, "node-a", 1); e != 1 {
@@ -177,9 +175,7 @@ func TestOpenErrors(t *testing.T) {
 // its pool sits idle: the next read succeeds on a fresh connection instead
 // of failing closed on a broken one.
 func TestBrokenPooledConnectionsRetried(t *testing.T) {
-	dsn, lease := database(t)
-	exec(t, lease, seedDDL)
-	s := open(t, pgsource.Options{DSN: dsn})
+	lease, s := seeded(t)
 	const r = "invoice-sweeper"
 	if e := acquire(t, lease, r, "node-a", 3600); e != 1 {
 		t.Fatalf("node-a acquired epoch %d, want 1", e)
