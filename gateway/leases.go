@@ -102,11 +102,7 @@ func (c *control) acquire(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *control) renew(w http.ResponseWriter, r *http.Request) {
-	name, holder, epoch, ok := c.holderEpoch(w, r)
-	if !ok {
-		return
-	}
-	by, ok := c.caller(w, r)
+	name, holder, epoch, by, ok := c.heldBy(w, r)
 	if !ok {
 		return
 	}
@@ -121,11 +117,7 @@ func (c *control) renew(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *control) release(w http.ResponseWriter, r *http.Request) {
-	name, holder, epoch, ok := c.holderEpoch(w, r)
-	if !ok {
-		return
-	}
-	by, ok := c.caller(w, r)
+	name, holder, epoch, by, ok := c.heldBy(w, r)
 	if !ok {
 		return
 	}
@@ -161,6 +153,15 @@ func (c *control) caller(w http.ResponseWriter, r *http.Request) (tokens.Caller,
 		writeError(w, r, errNoAPIKey)
 	}
 	return by, ok
+}
+
+// heldBy reads a renew's or release's lease name, holder and epoch, and
+// its caller; having answered the request when they cannot be read.
+func (c *control) heldBy(w http.ResponseWriter, r *http.Request) (name, holder string, epoch int64, by tokens.Caller, ok bool) {
+	if name, holder, epoch, ok = c.holderEpoch(w, r); ok {
+		by, ok = c.caller(w, r)
+	}
+	return name, holder, epoch, by, ok
 }
 
 func (c *control) holderEpoch(w http.ResponseWriter, r *http.Request) (string, string, int64, bool) {
