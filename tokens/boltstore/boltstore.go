@@ -39,6 +39,8 @@ type Store struct {
 	// now is the process's clock; its monotonic reading decides lease
 	// deadlines.
 	now func() time.Time
+	// commits groups HWM raises into shared transactions.
+	commits *committer
 	// leaseMu serializes lease changes with their in-memory deadlines.
 	leaseMu   sync.Mutex
 	deadlines map[string]time.Time // monotonic deadline of each lease touched since Open
@@ -68,7 +70,7 @@ func Open(path string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: create bucket: %w", path, err)
 	}
-	return &Store{db: db, now: time.Now, deadlines: make(map[string]time.Time)}, nil
+	return &Store{db: db, now: time.Now, deadlines: make(map[string]time.Time), commits: &committer{db: db}}, nil
 }
 
 // Current returns the HWM of resource, or 0 if none was recorded.
@@ -91,8 +93,10 @@ func (s *Store) Current(ctx context.Context, resource string) (int64, error) {
 	return hwm, nil
 }
 
-// Advance raises the HWM of resource to epoch unless epoch is below it. A
-// raise is committed and synced to disk before Advance returns.
+// Advance raises the HWM of resource to epoch unless epoch is below it, or
+// above the highest epoch issued when a lease of that name was ever
+// granted. A raise is committed and synced to disk before Advance returns;
+// raises that arrive together share one commit (group commit).
 func (s *Store) Advance(ctx context.Context, resource string, epoch int64) (int64, error) {
 	if err := tokens.ValidateAdvance(resource, epoch); err != nil {
 		return 0, err
@@ -111,30 +115,9 @@ func (s *Store) Advance(ctx context.Context, resource string, epoch int64) (int6
 	if epoch == current {
 		return epoch, nil
 	}
-	err = s.db.Update(func(tx *bolt.Tx) error {
-		cur, err := get(tx, resource)
-		if err != nil {
-			return err
-		}
-		if epoch < cur {
-			return &tokens.StaleEpochError{Resource: resource, Presented: epoch, Current: cur}
-		}
-		issued, err := getFrom(tx, issuedBucket, resource)
-		if err != nil {
-			return err
-		}
-		if issued > 0 && epoch > issued {
-			return &tokens.EpochNotIssuedError{Resource: resource, Presented: epoch, Issued: issued}
-		}
-		return put(tx, bucket, resource, epoch)
-	})
-	var stale *tokens.StaleEpochError
-	if errors.As(err, &stale) {
-		return 0, stale
-	}
-	var notIssued *tokens.EpochNotIssuedError
-	if errors.As(err, &notIssued) {
-		return 0, notIssued
+	verdict, err := s.commits.advance(ctx, resource, epoch)
+	if verdict != nil {
+		return 0, verdict
 	}
 	if err != nil {
 		return 0, &tokens.UnavailableError{Op: "advance", Resource: resource, Err: err}
