@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -12,8 +11,8 @@ import (
 )
 
 // DefaultMaxCached is the default number of resources whose HWM a Fence
-// keeps in memory.
-const DefaultMaxCached = 1 << 16
+// keeps in memory; past it, the least recently used are evicted.
+const DefaultMaxCached = 1 << 20
 
 // DefaultStoreTimeout bounds each store call a Fence makes on behalf of a
 // request, and each coalesced confirmation.
@@ -37,10 +36,8 @@ type Fence struct {
 	store     Store
 	exclusive bool
 	timeout   time.Duration
-	maxCached int
 
-	mu        sync.Mutex
-	resources map[string]*resourceState
+	cache *hwmCache
 
 	// confirms shares the linearizable reads that confirm an epoch equal
 	// to a cached HWM over a shared store.
@@ -49,20 +46,12 @@ type Fence struct {
 
 // FenceOptions tune a Fence; the zero value picks the defaults.
 type FenceOptions struct {
-	// MaxCached bounds the resources kept in memory. Past it, admissions for
-	// further resources go to the store every time (still correct, slower).
+	// MaxCached bounds the resources kept in memory (default
+	// DefaultMaxCached). Past it, the least recently used are evicted and
+	// reloaded from the store when they are written to again.
 	MaxCached int
 	// StoreTimeout bounds each store call (default DefaultStoreTimeout).
 	StoreTimeout time.Duration
-}
-
-// resourceState is one resource's cached HWM. Once in the map it is never
-// removed, so every request for the resource sees the same state.
-type resourceState struct {
-	hwm atomic.Int64 // cached HWM: exact when loaded over an exclusive store, a lower bound otherwise
-
-	mu    sync.Mutex  // serializes loads and advances over an exclusive store
-	ready atomic.Bool // hwm was loaded from an exclusive store; set under mu
 }
 
 // NewFence returns a Fence over store.
@@ -77,8 +66,7 @@ func NewFence(store Store, o FenceOptions) *Fence {
 		store:     store,
 		exclusive: store.Exclusive(),
 		timeout:   o.StoreTimeout,
-		maxCached: o.MaxCached,
-		resources: make(map[string]*resourceState),
+		cache:     newHWMCache(o.MaxCached),
 	}
 	f.confirms = coalesce.New(f.confirmRead)
 	return f
@@ -86,19 +74,6 @@ func NewFence(store Store, o FenceOptions) *Fence {
 
 // Store returns the store the Fence decides over.
 func (f *Fence) Store() Store { return f.store }
-
-// state returns resource's cached state, creating it while the cache has
-// room; nil means the resource is not cached.
-func (f *Fence) state(resource string) *resourceState {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	st, ok := f.resources[resource]
-	if !ok && len(f.resources) < f.maxCached {
-		st = &resourceState{}
-		f.resources[resource] = st
-	}
-	return st
-}
 
 // Admit decides whether a write to resource carrying epoch may proceed. It
 // returns nil when the write is admitted: the HWM is now at least epoch and no
@@ -113,10 +88,8 @@ func (f *Fence) Admit(ctx context.Context, resource string, epoch int64) error {
 	if err := ValidateEpoch(epoch); err != nil {
 		return err
 	}
-	st := f.state(resource)
-	if st == nil {
-		return f.admitUncached(ctx, resource, epoch)
-	}
+	st := f.cache.take(resource)
+	defer f.cache.put(st)
 	if f.exclusive {
 		return f.admitExclusive(ctx, st, resource, epoch)
 	}
@@ -213,32 +186,15 @@ func (f *Fence) confirmRead(ctx context.Context, resource string) (int64, error)
 	return f.store.Current(ctx, resource)
 }
 
-// admitUncached decides without the cache: one linearizable read, and an
-// advance when the epoch is above it.
-func (f *Fence) admitUncached(ctx context.Context, resource string, epoch int64) error {
-	h, err := f.current(ctx, resource)
-	if err != nil {
-		return err
-	}
-	switch {
-	case epoch < h:
-		return &StaleEpochError{Resource: resource, Presented: epoch, Current: h}
-	case epoch == h:
-		return nil
-	default:
-		_, err := f.advance(ctx, resource, epoch)
-		return err
-	}
-}
-
 // Current returns resource's HWM: from memory over an exclusive store once
 // loaded, otherwise from a linearizable store read.
 func (f *Fence) Current(ctx context.Context, resource string) (int64, error) {
 	if err := ValidateResource(resource); err != nil {
 		return 0, err
 	}
-	st := f.state(resource)
-	if st != nil && f.exclusive {
+	st := f.cache.take(resource)
+	defer f.cache.put(st)
+	if f.exclusive {
 		if st.ready.Load() {
 			return st.hwm.Load(), nil
 		}
@@ -250,7 +206,7 @@ func (f *Fence) Current(ctx context.Context, resource string) (int64, error) {
 		return st.hwm.Load(), nil
 	}
 	h, err := f.current(ctx, resource)
-	if err == nil && st != nil {
+	if err == nil {
 		raise(&st.hwm, h)
 	}
 	return h, err
@@ -259,9 +215,7 @@ func (f *Fence) Current(ctx context.Context, resource string) (int64, error) {
 // Cached returns the HWM this Fence holds in memory for resource, a lower
 // bound of the store's; 0 when it holds none.
 func (f *Fence) Cached(resource string) int64 {
-	f.mu.Lock()
-	st := f.resources[resource]
-	f.mu.Unlock()
+	st := f.cache.peek(resource)
 	if st == nil {
 		return 0
 	}

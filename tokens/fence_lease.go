@@ -14,10 +14,8 @@ import (
 func (f *Fence) Acquire(ctx context.Context, name, holder string, ttl time.Duration, by Caller) (Grant, error) {
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
-	st := f.state(name)
-	if st == nil {
-		return f.store.Acquire(ctx, name, holder, ttl, by)
-	}
+	st := f.cache.take(name)
+	defer f.cache.put(st)
 	if !f.exclusive {
 		g, err := f.store.Acquire(ctx, name, holder, ttl, by)
 		if err == nil {
