@@ -13,8 +13,10 @@ import (
 // leaves the decision to the domain (tokens.Fence.Decide). An admitted
 // request reaches next with its Admission in the context; a refused one
 // never does. Every decision is recorded on the request's span and
-// counted; every refusal is logged and kept in the audit.
+// counted and kept in the audit; refusals are logged, identical ones in
+// a storm as one line with their count (see refusalLog).
 func Fencing(fence *tokens.Fence, obs *Observer, log *slog.Logger) func(http.Handler) http.Handler {
+	refusals := newRefusalLog(log, RefusalLogInterval)
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			rt, ok := RouteFrom(r.Context())
@@ -42,7 +44,7 @@ func Fencing(fence *tokens.Fence, obs *Observer, log *slog.Logger) func(http.Han
 			}
 			obs.recordDecision(r, rt, a, &p)
 			obs.audit(r, a, &p)
-			logRefusal(log, r, a, &p)
+			refusals.refused(r, a, &p)
 			writeProblem(w, r, p)
 		})
 	}
