@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -74,6 +76,13 @@ func BenchmarkTable(b *testing.B) {
 	embedded := startGateway(b, dir, fencegw, "embedded", filepath.Join(dir, "fencegw.db"), upstreamURL, cpuProxy)
 	pg := startGateway(b, dir, fencegw, "postgres", testpg.Shared(b).NewDatabase(b), upstreamURL, cpuProxy)
 	etcd := startGateway(b, dir, fencegw, "etcd", "etcd://"+strings.Join(testetcd.Start(b, 1).Endpoints(), ","), upstreamURL, cpuProxy)
+	otlp := startOTLPSink(b)
+	traced := func(name, ratio string) *gateway {
+		return startGateway(b, dir, fencegw, name, filepath.Join(dir, name+".db"), upstreamURL, cpuProxy,
+			"OTEL_EXPORTER_OTLP_ENDPOINT="+otlp.URL, "OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf",
+			"OTEL_TRACES_SAMPLER=traceidratio", "OTEL_TRACES_SAMPLER_ARG="+ratio)
+	}
+	traced100, traced1 := traced("otlp-100", "1"), traced("otlp-1", "0.01")
 
 	raw := map[string]string{"Fencing-Token": "5"}
 	rows := []*row{
@@ -90,8 +99,12 @@ func BenchmarkTable(b *testing.B) {
 			load: load{headers: map[string]string{"Fencing-Token": pg.token(b)}}},
 		{name: "fencegw etcd, signed, admitted", url: etcd.proxy + "/signed/send",
 			load: load{headers: map[string]string{"Fencing-Token": etcd.token(b)}}},
+		{name: "fencegw embedded, signed, OTLP, 100% sampled", url: traced100.proxy + "/signed/send",
+			load: load{headers: map[string]string{"Fencing-Token": traced100.token(b)}}},
+		{name: "fencegw embedded, signed, OTLP, 1% sampled", url: traced1.proxy + "/signed/send",
+			load: load{headers: map[string]string{"Fencing-Token": traced1.token(b)}}},
 	}
-	for _, g := range []*gateway{embedded, pg, etcd} {
+	for _, g := range []*gateway{embedded, pg, etcd, traced100, traced1} {
 		g.write(b, "/raw/send", "5", 201, 202) // the raw rows' HWM
 	}
 	keep, err := regexp.Compile(*only)
@@ -166,7 +179,7 @@ type gateway struct {
 // /raw/ (raw epochs, resource bench-raw), /signed/ (signed tokens,
 // resource bench-signed) and /many/ (raw epochs, the resource from
 // Fencing-Resource).
-func startGateway(b *testing.B, dir, bin, name, store, upstream string, cpu int) *gateway {
+func startGateway(b *testing.B, dir, bin, name, store, upstream string, cpu int, env ...string) *gateway {
 	b.Helper()
 	proxy, api := freeAddr(b), freeAddr(b)
 	conf := fmt.Sprintf(`listen: %q
@@ -183,8 +196,9 @@ routes:
 	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
 		b.Fatal(err)
 	}
-	g := &gateway{proc: startProc(b, dir, "fencegw-"+name, pinned(cpu, bin, "serve", "--config", path)),
-		proxy: "http://" + proxy, api: "http://" + api}
+	cmd := pinned(cpu, bin, "serve", "--config", path)
+	cmd.Env = append(os.Environ(), env...)
+	g := &gateway{proc: startProc(b, dir, "fencegw-"+name, cmd), proxy: "http://" + proxy, api: "http://" + api}
 	waitHTTP(b, g.api+"/healthz", g.proc)
 	return g
 }
@@ -219,4 +233,16 @@ func (g *gateway) write(b *testing.B, path, token string, want ...int) {
 	if !slices.Contains(want, resp.StatusCode) {
 		b.Fatalf("POST %s at %s: %d, want %v", path, token, resp.StatusCode, want)
 	}
+}
+
+// startOTLPSink is an OTLP/HTTP receiver that accepts every export and
+// keeps nothing: the traced rows measure the gateway's cost of exporting.
+func startOTLPSink(b *testing.B) *httptest.Server {
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		w.WriteHeader(http.StatusOK)
+	}))
+	b.Cleanup(s.Close)
+	return s
 }

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"errors"
-	"fmt"
 	"math"
 	"net/http"
 	"strconv"
@@ -14,11 +13,17 @@ import (
 // staleProblem answers a stale epoch: below the HWM, or one an epoch
 // source no longer vouches for (its reason says why).
 func staleProblem(e *tokens.StaleEpochError) Problem {
-	detail := fmt.Sprintf("epoch %d is below the current epoch %d of %q", e.Presented, e.Current, e.Resource)
+	// Built by hand: this is the answer a storm of stale writes gets.
+	b := make([]byte, 0, 64+len(e.Resource)+len(e.Reason))
+	b = strconv.AppendInt(append(b, "epoch "...), e.Presented, 10)
 	if e.Reason != "" {
-		detail = fmt.Sprintf("epoch %d of %q no longer leads: %s", e.Presented, e.Resource, e.Reason)
+		b = strconv.AppendQuote(append(b, " of "...), e.Resource)
+		b = append(append(b, " no longer leads: "...), e.Reason...)
+	} else {
+		b = strconv.AppendInt(append(b, " is below the current epoch "...), e.Current, 10)
+		b = strconv.AppendQuote(append(b, " of "...), e.Resource)
 	}
-	p := KindStaleEpoch.problem(detail)
+	p := KindStaleEpoch.problem(string(b))
 	p.Resource, p.PresentedEpoch, p.CurrentEpoch = e.Resource, epochPtr(e.Presented), epochPtr(e.Current)
 	return p
 }
