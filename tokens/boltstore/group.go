@@ -21,10 +21,11 @@ type advanceReq struct {
 
 // committer commits HWM raises in groups: one write transaction, one fsync,
 // for every raise that arrived while the previous commit ran. The first
-// caller that finds no commit running commits, and goes on committing what
-// queued meanwhile until nothing is left; the others wait for the commit
-// that holds their raise. No raise waits for a timer, and none returns
-// before its transaction is on disk.
+// caller that finds no commit running commits what is queued, its own raise
+// among them; what queued meanwhile is committed by a goroutine that goes on
+// until nothing is left. The others wait for the commit that holds their
+// raise. No raise waits for a timer, and none returns before its
+// transaction is on disk.
 type committer struct {
 	db *bolt.DB
 
@@ -42,23 +43,50 @@ func (c *committer) advance(ctx context.Context, resource string, epoch int64) (
 	r := &advanceReq{resource: resource, epoch: epoch, done: make(chan struct{})}
 	c.mu.Lock()
 	c.queue = append(c.queue, r)
-	if !c.running {
-		c.running = true
-		for len(c.queue) > 0 {
-			group := c.queue
-			c.queue = nil
-			c.mu.Unlock()
-			c.commit(group)
-			c.mu.Lock()
-		}
-		c.running = false
-	}
+	lead := !c.running
+	c.running = true
 	c.mu.Unlock()
+	if lead {
+		c.commitQueued()
+		// Raises that queued during that commit are committed on: by a
+		// goroutine of their own, so this caller's answer does not wait
+		// for theirs.
+		c.mu.Lock()
+		more := len(c.queue) > 0
+		c.running = more
+		c.mu.Unlock()
+		if more {
+			go c.drain()
+		}
+	}
 	select {
 	case <-r.done:
 		return r.verdict, r.err
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	}
+}
+
+// commitQueued commits what is queued now, as one group.
+func (c *committer) commitQueued() {
+	c.mu.Lock()
+	group := c.queue
+	c.queue = nil
+	c.mu.Unlock()
+	c.commit(group)
+}
+
+// drain commits groups until the queue is empty. The caller set running.
+func (c *committer) drain() {
+	for {
+		c.commitQueued()
+		c.mu.Lock()
+		if len(c.queue) == 0 {
+			c.running = false
+			c.mu.Unlock()
+			return
+		}
+		c.mu.Unlock()
 	}
 }
 
