@@ -51,6 +51,21 @@ func (c *renewCall) abandon() {
 	<-c.done
 }
 
+// renewed records a successful renewal r in t, with its new step-down
+// deadline, and returns the term as it now stands; false when the term
+// ended meanwhile.
+func (e *Elector) renewed(t *term, r renewal, deadline time.Time) (Term, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if t.ended {
+		return Term{}, false
+	}
+	fresh := termOf(r.st)
+	t.Token, t.TokenExpiresAt, t.LeaseExpiresAt = fresh.Token, fresh.TokenExpiresAt, fresh.LeaseExpiresAt
+	t.deadline = deadline
+	return t.Term, true
+}
+
 // lead keeps t until it ends, then steps down. It returns a non-nil error
 // only when Run must stop: an answer that retrying cannot fix.
 func (e *Elector) lead(ctx context.Context, t *term) error {
@@ -111,16 +126,10 @@ loop:
 			}
 			lastRenew, lastErr = r.sent, nil
 			deadline = r.sent.Add(e.cfg.RenewDeadline)
-			e.mu.Lock()
-			if t.ended {
-				e.mu.Unlock()
+			snapshot, ok := e.renewed(t, r, deadline)
+			if !ok {
 				break loop
 			}
-			fresh := termOf(r.st)
-			t.Token, t.TokenExpiresAt, t.LeaseExpiresAt = fresh.Token, fresh.TokenExpiresAt, fresh.LeaseExpiresAt
-			t.deadline = deadline
-			snapshot := t.Term
-			e.mu.Unlock()
 			renewCount++
 			expire.Reset(deadline.Sub(now))
 			next.Reset(r.sent.Add(e.cfg.RenewInterval).Sub(now))
