@@ -2,10 +2,13 @@ package tokens_test
 
 import (
 	"testing"
+	"time"
 
-	"go.uber.org/goleak"
+	"github.com/fencegw/fencegw/internal/testleak"
+	"github.com/fencegw/fencegw/internal/testpg"
 )
 
 // TestMain fails the package if a test leaves goroutines behind, such as a
-// confirmation round that never ends.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// confirmation round that never ends, once the shared PostgreSQL cluster
+// (started only by the benchmarks) is stopped.
+func TestMain(m *testing.M) { testleak.Exit(testpg.Run(m), 5*time.Second) }
