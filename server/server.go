@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -77,6 +78,7 @@ type Server struct {
 
 	mu         sync.Mutex // guards sources and transports across reloads
 	sources    *sourceSet
+	retired    []*sourceSet // replaced by a reload, closing on a timer
 	transports []*gateway.Transport
 }
 
@@ -174,6 +176,7 @@ func (s *Server) Reload(c config.Config) (others bool, err error) {
 	s.mu.Lock()
 	old := s.sources
 	s.sources = next
+	s.retired = append(slices.DeleteFunc(s.retired, (*sourceSet).isClosed), old)
 	s.mu.Unlock()
 	old.retire()
 	return !sameBesidesRoutes(c, s.cfg), nil
@@ -187,6 +190,10 @@ func (s *Server) Close() error {
 	if s.sources != nil {
 		errs = append(errs, s.sources.Close())
 	}
+	for _, r := range s.retired { // those whose timer has not fired yet
+		errs = append(errs, r.Close())
+	}
+	s.retired = nil
 	for _, t := range s.transports {
 		t.CloseIdleConnections()
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/fencegw/fencegw/config"
@@ -14,21 +15,20 @@ import (
 	"github.com/fencegw/fencegw/tokens/source/pgsource"
 )
 
-// openTimeout bounds opening one epoch source.
-const openTimeout = 30 * time.Second
-
 // sourceSet opens the epoch sources of one route table and closes them
 // together when that table is retired. Each open gets its own deadline, so
 // a reload long after start-up opens sources like the first load did.
 type sourceSet struct {
 	timeout time.Duration // bounds each check, as store_timeout bounds store calls
-	opened  []io.Closer
+
+	mu     sync.Mutex // guards opened: a retired set closes on a timer
+	opened []io.Closer
 }
 
 // open opens one route's epoch source, coalescing its reads; errors name
 // the field. The source answers checks with the domain's verdicts itself.
 func (o *sourceSet) open(field string, c *config.EpochSource) (tokens.EpochSource, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), OpenTimeout)
 	defer cancel()
 	var s source.Source
 	switch c.Kind {
@@ -49,18 +49,30 @@ func (o *sourceSet) open(field string, c *config.EpochSource) (tokens.EpochSourc
 		return nil, fmt.Errorf("%s.kind: unknown kind %q", field, c.Kind)
 	}
 	cs := source.Coalesce(s, o.timeout)
+	o.mu.Lock()
 	o.opened = append(o.opened, cs)
+	o.mu.Unlock()
 	return cs, nil
 }
 
-// Close closes every source the set opened.
+// Close closes every source the set opened; later calls do nothing.
 func (o *sourceSet) Close() error {
+	o.mu.Lock()
+	opened := o.opened
+	o.opened = nil
+	o.mu.Unlock()
 	var errs []error
-	for _, c := range o.opened {
+	for _, c := range opened {
 		errs = append(errs, c.Close())
 	}
-	o.opened = nil
 	return errors.Join(errs...)
+}
+
+// isClosed reports whether the set holds nothing open.
+func (o *sourceSet) isClosed() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.opened) == 0
 }
 
 // retire closes the set once requests that matched its table before a swap
@@ -68,8 +80,5 @@ func (o *sourceSet) Close() error {
 // set's timeout. A check still waiting then is released with an error
 // wrapping *tokens.UnavailableError (the write fails closed).
 func (o *sourceSet) retire() {
-	if len(o.opened) == 0 {
-		return
-	}
 	time.AfterFunc(2*o.timeout+time.Second, func() { o.Close() })
 }
