@@ -12,7 +12,7 @@ import (
 func manyResources(b *testing.B, dir, bin, upstream string, cpuProxy, cpuLoad int) {
 	g := startGateway(b, dir, bin, "many", filepath.Join(dir, "many.db"), upstream, cpuProxy)
 	g.write(b, "/raw/send", "1", 202)
-	before, err := g.rssBytes()
+	before, err := g.memory()
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -24,10 +24,12 @@ func manyResources(b *testing.B, dir, bin, upstream string, cpuProxy, cpuLoad in
 	if res.non2xx > 0 || res.errors > 0 {
 		b.Fatalf("many resources: %d of %d answers not 202 (%d socket errors)", res.non2xx, res.total, res.errors)
 	}
-	after, err := g.rssBytes()
+	after, err := g.memory()
 	if err != nil {
 		b.Fatal(err)
 	}
-	fmt.Printf("\nfirst writes to new resources (embedded): %.0f/s, p99 %s; %d resources, RSS %+d KiB (%.0f B per resource)\n",
-		res.rps, res.p99, res.total, (after-before)>>10, float64(after-before)/float64(max(res.total, 1)))
+	n := float64(max(res.total, 1))
+	fmt.Printf("\nfirst writes to new resources (embedded): %.0f/s, p99 %s; %d resources;\n"+
+		"per resource: %.0f B of anonymous memory (the HWM cache), %.0f B of RSS (with the store's mapped file)\n",
+		res.rps, res.p99, res.total, float64(after.anon-before.anon)/n, float64(after.rss-before.rss)/n)
 }

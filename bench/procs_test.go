@@ -52,19 +52,35 @@ func startProc(b *testing.B, dir, name string, cmd *exec.Cmd) *proc {
 // pid is the process's id (taskset execs the command in place).
 func (p *proc) pid() int { return p.cmd.Process.Pid }
 
-// rssBytes is the process's resident set size.
-func (p *proc) rssBytes() (int64, error) {
+// memory is a process's resident memory, in bytes: all of it (VmRSS) and
+// its anonymous part (RssAnon: the heap and stacks, without file pages
+// such as the embedded store's memory-mapped file).
+type memory struct{ rss, anon int64 }
+
+// memory reads the process's resident memory from /proc.
+func (p *proc) memory() (memory, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.pid()))
 	if err != nil {
-		return 0, err
+		return memory{}, err
 	}
+	var m memory
 	for _, l := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
-			kb, err := strconv.ParseInt(f[1], 10, 64)
-			return kb << 10, err
+		f := strings.Fields(l)
+		if len(f) < 2 {
+			continue
+		}
+		kb, _ := strconv.ParseInt(f[1], 10, 64)
+		switch f[0] {
+		case "VmRSS:":
+			m.rss = kb << 10
+		case "RssAnon:":
+			m.anon = kb << 10
 		}
 	}
-	return 0, fmt.Errorf("no VmRSS for pid %d", p.pid())
+	if m.rss == 0 {
+		return m, fmt.Errorf("no VmRSS for pid %d", p.pid())
+	}
+	return m, nil
 }
 
 // freeAddr returns a loopback address nobody listens on now.

@@ -3,6 +3,7 @@ package tokens_test
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -67,4 +68,34 @@ func TestFenceEvictionKeepsTheGuarantee(t *testing.T) {
 			wg.Wait()
 		})
 	}
+}
+
+// BenchmarkCacheMemory reports the heap each cached resource costs the
+// Fence (names of 16 bytes), over an embedded store.
+//
+//	go test -run '^$' -bench BenchmarkCacheMemory ./tokens
+func BenchmarkCacheMemory(b *testing.B) {
+	const n = 200_000
+	for b.Loop() {
+		s := newObserved(b, false)
+		f := tokens.NewFence(s, tokens.FenceOptions{})
+		names := make([]string, n)
+		for i := range names {
+			names[i] = fmt.Sprintf("resource-%07d", i)
+		}
+		before := heapInUse()
+		for _, r := range names {
+			tokens.CacheOnly(f, r, 1)
+		}
+		after := heapInUse()
+		b.ReportMetric(float64(after-before)/n, "B/resource")
+		runtime.KeepAlive(f)
+	}
+}
+
+func heapInUse() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse
 }

@@ -58,7 +58,7 @@ func (s *observedStore) Advance(ctx context.Context, r string, e int64) (int64, 
 	return s.Store.Advance(ctx, r, e)
 }
 
-func newObserved(t *testing.T, shared bool) *observedStore {
+func newObserved(t testing.TB, shared bool) *observedStore {
 	t.Helper()
 	s, err := boltstore.Open(filepath.Join(t.TempDir(), "fence.db"))
 	if err != nil {
