@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // syntheticHead is what a guarded connection hands net/http in place of a
@@ -287,6 +288,27 @@ func (c *guardConn) violate(fe *FramingError) int64 {
 	c.st.synthetic.Store(before + 1)
 	c.synth = []byte(syntheticHead)
 	return start
+}
+
+// lingerMax bounds how long, and lingerBytes how much of, a client's input
+// is read and dropped after a framing refusal before the connection closes.
+const (
+	lingerMax   = 500 * time.Millisecond
+	lingerBytes = 256 << 10
+)
+
+// Close closes the connection. After a framing refusal the client may
+// still be sending the request that broke framing: closing with its bytes
+// unread would reset the connection, and the client would see the reset
+// instead of the refusal. So the guard half-closes first and reads and
+// drops what still comes, within lingerMax and lingerBytes.
+func (c *guardConn) Close() error {
+	if c.st.violation.Load() != nil || c.st.cutOff.Load() != nil {
+		if c.CloseWrite() == nil && c.SetReadDeadline(time.Now().Add(lingerMax)) == nil {
+			io.Copy(io.Discard, io.LimitReader(c.Conn, lingerBytes))
+		}
+	}
+	return c.Conn.Close()
 }
 
 // CloseWrite half-closes the connection when the underlying one can, so

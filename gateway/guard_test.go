@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
@@ -400,4 +401,50 @@ func TestGuardedUpgradeRefusedBeforeItsBody(t *testing.T) {
 	if len(got) != 2 || got[0].status != http.StatusPreconditionRequired || got[1].status != http.StatusCreated {
 		t.Fatalf("answers %+v, want 428 then 201", got)
 	}
+}
+
+// TestRefusalReachesAClientStillSending: a client whose head is over the
+// limit, still sending it when the guard answers, gets the 431 rather than
+// a reset (net/http's client reports a failed write over an answer it has
+// read): the guard reads and drops the rest before it closes.
+func TestRefusalReachesAClientStillSending(t *testing.T) {
+	addr := guardedGateway(t, newRawUpstream(t), nil)
+	// The client writes its head slowly, 1 KiB at a time: the guard has
+	// answered and net/http would have closed long before it is done.
+	var d net.Dialer
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, WriteBufferSize: 1 << 10,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := d.DialContext(ctx, network, addr)
+			return slowWriter{c}, err
+		}}}
+	for i := range 3 {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/email/x", nil)
+		req.Header.Set("X-Big", strings.Repeat("x", 32<<10))
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("request %d: %v, want the 431", i, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+			t.Fatalf("request %d: %d, want 431", i, resp.StatusCode)
+		}
+	}
+}
+
+// slowWriter writes in pieces of at most 1 KiB, 2 ms apart.
+type slowWriter struct{ net.Conn }
+
+func (c slowWriter) Write(p []byte) (int, error) {
+	n := 0
+	for len(p) > 0 {
+		k := min(len(p), 1<<10)
+		m, err := c.Conn.Write(p[:k])
+		n += m
+		if err != nil {
+			return n, err
+		}
+		p = p[k:]
+		time.Sleep(2 * time.Millisecond)
+	}
+	return n, nil
 }
