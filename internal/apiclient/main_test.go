@@ -1,0 +1,10 @@
+package apiclient
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain fails the package if a test leaves goroutines behind.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
