@@ -41,8 +41,8 @@ func NewProxy(transport http.RoundTripper, log *slog.Logger) *httputil.ReversePr
 }
 
 func rewrite(pr *httputil.ProxyRequest) {
-	ctx := pr.In.Context()
-	rt, _ := RouteFrom(ctx)
+	ex, _ := exchangeFrom(pr.In.Context()) // MatchRoute started it
+	rt := ex.route
 	// The upstream gets the very path the route matched and the fence
 	// read, re-encoded canonically: MatchRoute refused the escapes (%2F,
 	// %5C, %2E) that would decode differently.
@@ -60,11 +60,11 @@ func rewrite(pr *httputil.ProxyRequest) {
 			delete(h, name)
 		}
 	}
-	if a, ok := AdmissionFrom(ctx); ok {
-		h[EpochHeader] = []string{strconv.FormatInt(a.Epoch, 10)}
-		h[ResourceHeader] = []string{a.Resource}
+	if ex.admitted {
+		h[EpochHeader] = []string{strconv.FormatInt(ex.admission.Epoch, 10)}
+		h[ResourceHeader] = []string{ex.admission.Resource}
 	}
-	if ex, ok := exchangeFrom(ctx); ok && ex.body != nil {
+	if ex.body != nil {
 		// ReverseProxy hides the body behind a wrapper net/http cannot
 		// see through; an in-memory reader lets it send head and body in
 		// one write.
