@@ -27,7 +27,8 @@ var (
 	duration = flag.Duration("duration", 4*time.Second, "length of one wrk run")
 	conns    = flag.Int("conns", 32, "wrk connections")
 	only     = flag.String("only", "", "run only the rows whose name matches this regular expression")
-	many     = flag.Duration("many", 10*time.Second, "length of the many-resources run (0: skip)")
+	pace     = flag.Duration("pace", 8*time.Millisecond, "mean pause between a connection's requests in the paced runs, which measure latency below saturation (0: skip)")
+	many     = flag.Int("resources", 100_000, "distinct resources the many-resources run writes (0: skip)")
 )
 
 // row is one line of the table: a path under test and the load driving it.
@@ -38,6 +39,7 @@ type row struct {
 	// refusals: every answer must be 412 (the row measures refusing).
 	refusals bool
 	results  []result
+	paced    []result // the same load with each connection pausing between requests
 }
 
 // BenchmarkTable measures fencegw against its baselines side by side, as
@@ -118,10 +120,22 @@ func BenchmarkTable(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if res.errors > 0 || (r.refusals && res.non2xx != res.total) || (!r.refusals && res.non2xx > 0) {
-				b.Fatalf("%s: %d of %d answers not as expected (%d socket errors)", r.name, res.non2xx, res.total, res.errors)
+			if err := r.check(res); err != nil {
+				b.Fatal(err)
 			}
 			r.results = append(r.results, res)
+			if *pace > 0 {
+				l := r.load
+				l.pace = *pace
+				res, err := runWrk(dir, r.url, l, *conns, *duration, cpuLoad)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := r.check(res); err != nil {
+					b.Fatal(err)
+				}
+				r.paced = append(r.paced, res)
+			}
 		}
 	}
 	printTable(rows)
@@ -130,22 +144,34 @@ func BenchmarkTable(b *testing.B) {
 	}
 }
 
+// check reports a run whose answers were not all as expected.
+func (r *row) check(res result) error {
+	if res.errors > 0 || (r.refusals && res.non2xx != res.total) || (!r.refusals && res.non2xx > 0) {
+		return fmt.Errorf("%s: %d of %d answers not as expected (%d socket errors)", r.name, res.non2xx, res.total, res.errors)
+	}
+	return nil
+}
+
 // printTable prints medians and their ratios to the first row (nginx) and
 // to the bare Go proxy.
 func printTable(rows []*row) {
 	base := map[string]float64{}
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(w, "path\treq/s\tp99\t× nginx\t× bare Go\t\n")
+	fmt.Fprintf(w, "path\treq/s\tp99\t× nginx\t× bare Go\tpaced req/s\tpaced p99\tp99 × nginx\t\n")
 	for _, r := range rows {
 		rps := median(r.results, func(x result) float64 { return x.rps })
 		p99 := time.Duration(median(r.results, func(x result) float64 { return float64(x.p99) }))
+		pacedRPS := median(r.paced, func(x result) float64 { return x.rps })
+		pacedP99 := time.Duration(median(r.paced, func(x result) float64 { return float64(x.p99) }))
 		for _, k := range []string{"nginx proxy_pass", "bare Go"} {
 			if strings.HasPrefix(r.name, k) {
 				base[k] = rps
+				base[k+" paced p99"] = float64(pacedP99)
 			}
 		}
-		fmt.Fprintf(w, "%s\t%.0f\t%s\t%s\t%s\t\n", r.name, rps, p99.Round(10*time.Microsecond),
-			ratio(rps, base["nginx proxy_pass"]), ratio(rps, base["bare Go"]))
+		fmt.Fprintf(w, "%s\t%.0f\t%s\t%s\t%s\t%.0f\t%s\t%s\t\n", r.name, rps, p99.Round(10*time.Microsecond),
+			ratio(rps, base["nginx proxy_pass"]), ratio(rps, base["bare Go"]),
+			pacedRPS, pacedP99.Round(10*time.Microsecond), ratio(float64(pacedP99), base["nginx proxy_pass paced p99"]))
 	}
 	w.Flush()
 }

@@ -17,8 +17,15 @@ const body = `{"to":"a@example.com","invoice":1000123}`
 // load is one wrk run's request: a POST of body with these headers.
 type load struct {
 	headers map[string]string
-	// unique gives every request its own Fencing-Resource (first writes).
+	// unique gives every request its own Fencing-Resource (first writes):
+	// r-N, N counting up from first+1.
 	unique bool
+	first  int64
+	// pace, when set, makes each connection wait a random 0–2×pace
+	// (whole milliseconds) after an answer before its next request: a
+	// load well below saturation, whose latencies are the path's own
+	// rather than queueing behind other connections.
+	pace time.Duration
 }
 
 // result is what one wrk run measured.
@@ -38,13 +45,16 @@ func (l load) script(dir string) (string, error) {
 		fmt.Fprintf(&b, "wrk.headers[%q] = %q\n", k, v)
 	}
 	if l.unique {
-		b.WriteString(`local n = 0
-request = function()
+		fmt.Fprintf(&b, "local n = %d\n", l.first)
+		b.WriteString(`request = function()
   n = n + 1
   wrk.headers["Fencing-Resource"] = "r-" .. n
   return wrk.format()
 end
 `)
+	}
+	if l.pace > 0 {
+		fmt.Fprintf(&b, "delay = function() return math.random(0, %d) end\n", 2*l.pace.Milliseconds())
 	}
 	f, err := os.CreateTemp(dir, "load-*.lua")
 	if err != nil {
