@@ -215,11 +215,8 @@ func (f *Fence) Current(ctx context.Context, resource string) (int64, error) {
 // Cached returns the HWM this Fence holds in memory for resource, a lower
 // bound of the store's; 0 when it holds none.
 func (f *Fence) Cached(resource string) int64 {
-	st := f.cache.peek(resource)
-	if st == nil {
-		return 0
-	}
-	return st.hwm.Load()
+	h, _ := f.cache.cachedHWM(resource)
+	return h
 }
 
 func (f *Fence) current(ctx context.Context, resource string) (int64, error) {
