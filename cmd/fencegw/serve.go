@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -96,6 +97,8 @@ func loadFile(path string) (config.Config, error) {
 
 // serve runs the gateway until ctx is done, then drains in-flight requests.
 func serve(ctx context.Context, args []string, stderr io.Writer) int {
+	floor := raiseHeapGoal()
+	defer runtime.KeepAlive(floor)
 	c, err := loadServeConfig(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
