@@ -34,7 +34,8 @@ type Options struct {
 // New returns the proxy handler: on connections of a GuardListener the
 // answer to requests that broke framing (see guarded), then path check and
 // route matching, the body limit, the fencing decision, the exchange
-// deadline, small bodies read whole, and the reverse proxy, in that order. Every method reaches the
+// deadline, the drain of earlier epochs' writes, small bodies read whole,
+// and the reverse proxy, in that order. Every method reaches the
 // chain; routes decide which are fenced.
 func New(o Options) http.Handler {
 	if o.Logger == nil {
@@ -48,6 +49,7 @@ func New(o Options) http.Handler {
 	}
 	var h http.Handler = NewProxy(o.Observer.Transport(routeTransport{o.Transport}), o.Logger)
 	h = smallBodies(proxyErrorHandler(o.Logger))(h)
+	h = DrainEarlierEpochs(o.Fence.Cached)(h)
 	if o.UpstreamTimeout > 0 {
 		h = Deadline(o.UpstreamTimeout)(h)
 	}
