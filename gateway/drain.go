@@ -139,7 +139,8 @@ func (r *drainResource) lowerThan(epoch int64) bool {
 // resource from overlapping at the upstream, at this replica: an admitted
 // write at epoch E waits, before anything of it is forwarded, until this
 // replica's writes at lower epochs to the same resource have been answered
-// or cut (each is bounded by its own exchange deadline, see Deadline). A
+// (their answer's head came back: a response streaming after it does not
+// hold newer epochs back) or cut (each is bounded by its own exchange deadline, see Deadline). A
 // write admitted at E that finds a higher epoch admitted here since is
 // refused as stale (412), and nothing of it is forwarded. A write whose
 // deadline passes while it waits is answered 504, and nothing of it is
@@ -157,8 +158,9 @@ func DrainEarlierEpochs(cached func(resource string) int64) func(http.Handler) h
 				writeDrainError(w, r, a, err)
 				return
 			}
-			defer d.leave(a.Resource, a.Epoch)
-			next.ServeHTTP(w, r)
+			aw := &answerWriter{ResponseWriter: w, answered: func() { d.leave(a.Resource, a.Epoch) }}
+			defer aw.answer()
+			next.ServeHTTP(aw, r)
 		})
 	}
 }
@@ -183,3 +185,39 @@ func writeDrainError(w http.ResponseWriter, r *http.Request, a Admission, err er
 	}
 	writeProblem(w, r, p)
 }
+
+// answerWriter calls answered once, when the answer's final head is
+// written (the upstream has answered) or, failing that, when answer is
+// called. Unwrap lets http.ResponseController reach the connection.
+type answerWriter struct {
+	http.ResponseWriter
+	answered func()
+	done     bool
+}
+
+func (w *answerWriter) answer() {
+	if !w.done {
+		w.done = true
+		w.answered()
+	}
+}
+
+func (w *answerWriter) WriteHeader(code int) {
+	w.ResponseWriter.WriteHeader(code)
+	if code >= 200 || code == http.StatusSwitchingProtocols {
+		w.answer()
+	}
+}
+
+func (w *answerWriter) Write(b []byte) (int, error) {
+	n, err := w.ResponseWriter.Write(b)
+	w.answer()
+	return n, err
+}
+
+func (w *answerWriter) Flush() {
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+	w.answer()
+}
+
+func (w *answerWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -88,5 +89,53 @@ func TestDrainKeepsEpochsApart(t *testing.T) {
 	}
 	if got, want := seen(), []string{"start 5", "end 5", "start 6", "end 6"}; !slices.Equal(got, want) {
 		t.Fatalf("the upstream saw %q, want %q", got, want)
+	}
+}
+
+// TestDrainReleasesOnAnswer: a write counts as in flight until the
+// upstream's answer begins, not until its body has streamed: a write at 6
+// reaches the upstream while the answer to 5 is still streaming.
+func TestDrainReleasesOnAnswer(t *testing.T) {
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	release5 := func() { releaseOnce.Do(func() { close(release) }) }
+	sixArrived := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Test-Epoch") == "6" {
+			close(sixArrived)
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+		w.Write([]byte("first part\n"))
+		http.NewResponseController(w).Flush()
+		<-release
+		w.Write([]byte("last part\n"))
+	}))
+	t.Cleanup(up.Close)
+	t.Cleanup(release5)
+	c := embeddedConfig(t)
+	c.Routes = []config.Route{{Prefix: "/w/", Upstream: up.URL, Tokens: config.TokensRaw, Resource: "r"}}
+	url, stop := serveForBench(t, assemble(t, c, server.Options{}))
+	t.Cleanup(stop)
+
+	req, _ := http.NewRequest(http.MethodPost, url+"/w/send", nil)
+	req.Header.Set(gateway.TokenHeader, "5")
+	req.Header.Set("X-Test-Epoch", "5")
+	resp, err := http.DefaultClient.Do(req) // returns once the head is back
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("write at 5: %d", resp.StatusCode)
+	}
+	if a := do(t, http.MethodPost, url+"/w/send", map[string]string{gateway.TokenHeader: "6", "X-Test-Epoch": "6"}, ""); a.status != http.StatusAccepted {
+		t.Fatalf("write at 6 while 5's answer streams: %d, want 202", a.status)
+	}
+	<-sixArrived
+	release5()
+	if b, err := io.ReadAll(resp.Body); err != nil || string(b) != "first part\nlast part\n" {
+		t.Fatalf("the answer to 5: %q, %v", b, err)
 	}
 }
