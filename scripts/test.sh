@@ -30,18 +30,20 @@ go test -race -count=1 -timeout 25m ./...
 
 # Every fuzz target for a few seconds: new crashers fail the run.
 fuzztime=${FUZZTIME:-5s}
+# saved counts the inputs a fuzz target's corpus directory holds.
+saved() { if [ -d "$1" ]; then find "$1" -type f | wc -l; else echo 0; fi; }
 for pkg in $(go list ./...); do
 	dir=$(go list -f '{{.Dir}}' "$pkg")
 	for target in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | sed 's/^func //' | sort -u); do
 		echo "fuzz $pkg $target ($fuzztime)"
 		corpus="$dir/testdata/fuzz/$target"
-		before=$(ls "$corpus" 2>/dev/null | wc -l)
+		before=$(saved "$corpus")
 		if ! out=$(go test -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "$pkg" 2>&1); then
 			echo "$out" >&2
 			# A crasher is saved under testdata/fuzz and fails the run. A
 			# failure that saved none (the fuzzing engine's own trouble on
 			# a loaded machine) gets one more try.
-			if [ "$(ls "$corpus" 2>/dev/null | wc -l)" != "$before" ]; then
+			if [ "$(saved "$corpus")" != "$before" ]; then
 				exit 1
 			fi
 			echo "fuzz $pkg $target: failed without a crasher; once more" >&2
