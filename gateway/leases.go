@@ -83,7 +83,7 @@ func (c *control) acquire(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	g, err := c.Fence.Acquire(r.Context(), name, *req.Holder, ttl, by)
+	g, err := c.Fence.Acquire(r.Context(), name, *req.Holder, tokens.Terms{TTL: ttl}, by)
 	if err != nil {
 		c.leaseError(w, r, "acquire", name, err)
 		return

@@ -50,6 +50,13 @@ func (s *observedStore) Advance(ctx context.Context, resource string, epoch int6
 	return h, err
 }
 
+func (s *observedStore) Mark(ctx context.Context, resource string) (tokens.Mark, error) {
+	start := time.Now()
+	m, err := s.Store.Mark(ctx, resource)
+	s.record(ctx, "mark", start, err)
+	return m, err
+}
+
 func (s *observedStore) Ping(ctx context.Context) error {
 	start := time.Now()
 	err := s.Store.Ping(ctx)
@@ -57,9 +64,9 @@ func (s *observedStore) Ping(ctx context.Context) error {
 	return err
 }
 
-func (s *observedStore) Acquire(ctx context.Context, name, holder string, ttl time.Duration, by tokens.Caller) (tokens.Grant, error) {
+func (s *observedStore) Acquire(ctx context.Context, name, holder string, t tokens.Terms, by tokens.Caller) (tokens.Grant, error) {
 	start := time.Now()
-	g, err := s.Store.Acquire(ctx, name, holder, ttl, by)
+	g, err := s.Store.Acquire(ctx, name, holder, t, by)
 	s.record(ctx, "acquire", start, err)
 	return g, err
 }

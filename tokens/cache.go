@@ -166,6 +166,9 @@ func (sh *cacheShard) insert(h uint64, resource string) *resourceState {
 	st := sh.slot(i)
 	st.hwm.Store(0)
 	st.ready.Store(false)
+	st.leaseEpoch.Store(0)
+	st.leaseUntil.Store(0)
+	st.released.Store(false)
 	st.used.Store(false)
 	st.held = true
 	st.hash = h
@@ -248,6 +251,12 @@ type resourceState struct {
 
 	mu    sync.Mutex  // serializes loads and advances over an exclusive store
 	ready atomic.Bool // hwm was loaded from an exclusive store; set under mu
+
+	// The lease of the resource's name, over an exclusive store once
+	// ready; changed under mu.
+	leaseEpoch atomic.Int64 // its current grant's epoch; 0: never leased
+	leaseUntil atomic.Int64 // Fence.since() until which that grant is known live; 0: lapsed or released
+	released   atomic.Bool  // it ended by release
 
 	inUse atomic.Int32 // takers that have not put it back; changed under the shard's lock when taken
 	used  atomic.Bool  // taken since the CLOCK hand last passed

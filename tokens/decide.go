@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Decision names the outcome of a fencing decision, as spans, metrics, logs
@@ -60,6 +61,10 @@ type Admission struct {
 	Resource string
 	Epoch    int64
 	Holder   string
+	// DeliverBy, for a write on a leased resource, is when its grant at
+	// Epoch may lapse, on this process's monotonic clock: the write must
+	// be delivered whole before it. The zero Time: no lease bounds it.
+	DeliverBy time.Time
 }
 
 // Decide is the whole admission rule for one fenced write, in order:
@@ -73,7 +78,8 @@ type Admission struct {
 //     a token for another resource than the route's is ErrWrongResource;
 //  4. an epoch source, when the route names one, must vouch for the epoch
 //     (*StaleEpochError below or lapsed, *EpochNotIssuedError above);
-//  5. the Fence decides (*StaleEpochError, *EpochNotIssuedError).
+//  5. the Fence decides (*StaleEpochError, *EpochNotIssuedError), on a
+//     leased resource also on the grant's life (see Admission.DeliverBy).
 //
 // Any other error wraps *UnavailableError: the store or the source could
 // not confirm, and the write must not proceed. The Admission is filled as
@@ -100,7 +106,8 @@ func (f *Fence) Decide(ctx context.Context, p Presented) (Admission, error) {
 			return a, sourceVerdict(err, a.Resource)
 		}
 	}
-	return a, f.Admit(ctx, a.Resource, a.Epoch)
+	a.DeliverBy, err = f.admit(ctx, a.Resource, a.Epoch)
+	return a, err
 }
 
 // resourceOf names the resource a verified write goes to: a signed token's,

@@ -56,6 +56,7 @@ func (e *UnavailableError) Unwrap() error { return e.Err }
 // every admission refusal DecisionOf names (stale, missing, invalid,
 // forged, forbidden), and every refusal of a lease operation (a
 // *LeaseHeldError, *LeaseLostError, *LeaseOwnedError, *EpochExhaustedError,
+// *LockDelayError,
 // ErrLeaseNotFound, ErrInvalidLease). Any other error, an *UnavailableError
 // above all, leaves the outcome unknown. nil is not a verdict.
 func IsVerdict(err error) bool {
@@ -67,8 +68,9 @@ func IsVerdict(err error) bool {
 		lost      *LeaseLostError
 		owned     *LeaseOwnedError
 		exhausted *EpochExhaustedError
+		delayed   *LockDelayError
 	)
 	return DecisionOf(err) != DecisionUnavailable || errors.As(err, &held) || errors.As(err, &lost) ||
-		errors.As(err, &owned) || errors.As(err, &exhausted) || errors.Is(err, ErrLeaseNotFound) ||
+		errors.As(err, &owned) || errors.As(err, &exhausted) || errors.As(err, &delayed) || errors.Is(err, ErrLeaseNotFound) ||
 		errors.Is(err, ErrInvalidLease)
 }

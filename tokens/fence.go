@@ -30,18 +30,34 @@ const DefaultStoreTimeout = 2 * time.Second
 //     requests for one resource share such reads;
 //   - an epoch above the cache advances the store's HWM in one atomic step.
 //
+// A leased resource (one a lease of the same name was ever granted for) is
+// fenced on expiry as well: a write at its current grant's epoch is
+// admitted only while that grant is live on the store's clock, and the
+// admission says until when, on this process's monotonic clock (see
+// DeliverBy). Over an exclusive store the grant's life is cached and read
+// again once the cached deadline passes; over a shared store it is read
+// with every confirmation.
+//
 // Admission is linearizable whenever the store is. Errors from the store fail
 // closed: the write is not admitted.
 type Fence struct {
 	store     Store
 	exclusive bool
 	timeout   time.Duration
+	base      time.Time // the origin of since, with a monotonic reading
 
 	cache *hwmCache
 
 	// confirms shares the linearizable reads that confirm an epoch equal
 	// to a cached HWM over a shared store.
-	confirms *coalesce.Group[int64]
+	confirms *coalesce.Group[markRead]
+}
+
+// markRead is a store's Mark and when its read began on this process's
+// monotonic clock.
+type markRead struct {
+	Mark
+	start int64 // Fence.since() before the read was sent
 }
 
 // FenceOptions tune a Fence; the zero value picks the defaults.
@@ -66,6 +82,7 @@ func NewFence(store Store, o FenceOptions) *Fence {
 		store:     store,
 		exclusive: store.Exclusive(),
 		timeout:   o.StoreTimeout,
+		base:      time.Now(),
 		cache:     newHWMCache(o.MaxCached),
 	}
 	f.confirms = coalesce.New(f.confirmRead)
@@ -78,15 +95,23 @@ func (f *Fence) Store() Store { return f.store }
 // Admit decides whether a write to resource carrying epoch may proceed. It
 // returns nil when the write is admitted: the HWM is now at least epoch and no
 // lower epoch will be admitted afterwards. Otherwise it returns a
-// *StaleEpochError (epoch below the HWM), an error wrapping ErrInvalidEpoch
-// or ErrInvalidResource, or a *UnavailableError (the store could not
-// confirm; the write must not proceed).
+// *StaleEpochError (epoch below the HWM, or the resource's lease at epoch
+// lapsed or was released), an error wrapping ErrInvalidEpoch or
+// ErrInvalidResource, or a *UnavailableError (the store could not confirm;
+// the write must not proceed).
 func (f *Fence) Admit(ctx context.Context, resource string, epoch int64) error {
+	_, err := f.admit(ctx, resource, epoch)
+	return err
+}
+
+// admit is Admit, and for a leased resource the moment until which the
+// admitted grant is known live (the zero Time otherwise).
+func (f *Fence) admit(ctx context.Context, resource string, epoch int64) (time.Time, error) {
 	if err := ValidateResource(resource); err != nil {
-		return err
+		return time.Time{}, err
 	}
 	if err := ValidateEpoch(epoch); err != nil {
-		return err
+		return time.Time{}, err
 	}
 	st := f.cache.take(resource)
 	defer f.cache.put(st)
@@ -96,38 +121,67 @@ func (f *Fence) Admit(ctx context.Context, resource string, epoch int64) error {
 	return f.admitShared(ctx, st, resource, epoch)
 }
 
-func (f *Fence) admitExclusive(ctx context.Context, st *resourceState, resource string, epoch int64) error {
+func (f *Fence) admitExclusive(ctx context.Context, st *resourceState, resource string, epoch int64) (time.Time, error) {
 	if st.ready.Load() {
 		h := st.hwm.Load()
-		if epoch == h {
-			return nil
-		}
 		if epoch < h {
-			return &StaleEpochError{Resource: resource, Presented: epoch, Current: h}
+			return time.Time{}, &StaleEpochError{Resource: resource, Presented: epoch, Current: h}
+		}
+		if epoch == h {
+			switch l := st.leaseEpoch.Load(); {
+			case l == 0:
+				return time.Time{}, nil
+			case l == epoch:
+				switch until := st.leaseUntil.Load(); {
+				case until == 0:
+					// Read lapsed or released: only a new grant, made
+					// through this Fence, changes that.
+					return time.Time{}, lapsedError(resource, epoch, st.released.Load())
+				case f.since() < until:
+					return f.at(until), nil
+				}
+			}
 		}
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if err := f.load(ctx, st, resource); err != nil {
-		return err
+		return time.Time{}, err
 	}
 	h := st.hwm.Load()
 	if epoch < h {
-		return &StaleEpochError{Resource: resource, Presented: epoch, Current: h}
+		return time.Time{}, &StaleEpochError{Resource: resource, Presented: epoch, Current: h}
 	}
-	if epoch == h {
-		return nil
+	if epoch > h {
+		h, err := f.advance(ctx, resource, epoch)
+		switch {
+		case err == nil || h > 0: // admitted, or stale with the store's HWM
+			st.hwm.Store(h)
+		case !IsVerdict(err):
+			// The outcome is unknown: the store may hold epoch now. Reload
+			// before answering from memory again.
+			st.ready.Store(false)
+		}
+		if err != nil {
+			return time.Time{}, err
+		}
 	}
-	h, err := f.advance(ctx, resource, epoch)
-	switch {
-	case err == nil || h > 0: // admitted, or stale with the store's HWM
-		st.hwm.Store(h)
-	case !IsVerdict(err):
-		// The outcome is unknown: the store may hold epoch now. Reload
-		// before answering from memory again.
+	l := st.leaseEpoch.Load()
+	if l == 0 {
+		return time.Time{}, nil
+	}
+	if until := st.leaseUntil.Load(); l == epoch && f.since() < until {
+		return f.at(until), nil
+	}
+	// The cached deadline passed (or the cache disagrees with itself):
+	// read the grant's life again; a renewal may have extended it.
+	r, err := f.mark(ctx, resource)
+	if err != nil {
 		st.ready.Store(false)
+		return time.Time{}, err
 	}
-	return err
+	f.keepLease(st, r)
+	return f.deliverBy(resource, epoch, r)
 }
 
 // load fills st from an exclusive store once. The caller holds st.mu.
@@ -135,55 +189,119 @@ func (f *Fence) load(ctx context.Context, st *resourceState, resource string) er
 	if st.ready.Load() {
 		return nil
 	}
-	h, err := f.current(ctx, resource)
+	r, err := f.mark(ctx, resource)
 	if err != nil {
 		return err
 	}
-	st.hwm.Store(h)
+	st.hwm.Store(r.HWM)
+	f.keepLease(st, r)
 	st.ready.Store(true)
 	return nil
 }
 
-func (f *Fence) admitShared(ctx context.Context, st *resourceState, resource string, epoch int64) error {
+// keepLease caches the lease's life read in r. The caller holds st.mu.
+func (f *Fence) keepLease(st *resourceState, r markRead) {
+	st.leaseEpoch.Store(r.Lease.Epoch)
+	st.released.Store(r.Lease.Released)
+	if r.Lease.Left > 0 {
+		st.leaseUntil.Store(r.start + int64(trusted(r.Lease.Left)))
+	} else {
+		st.leaseUntil.Store(0)
+	}
+}
+
+// deliverBy decides on the lease of resource for a write at epoch, the
+// resource's HWM, from the read r: the zero Time when the resource is not
+// leased; the moment its grant at epoch is known live until; or a
+// *StaleEpochError when that grant lapsed or was released (or another
+// grant is current).
+func (f *Fence) deliverBy(resource string, epoch int64, r markRead) (time.Time, error) {
+	l := r.Lease
+	switch {
+	case !l.Leased():
+		return time.Time{}, nil
+	case l.Epoch > epoch:
+		return time.Time{}, &StaleEpochError{Resource: resource, Presented: epoch, Current: l.Epoch}
+	case l.Epoch < epoch:
+		// Every grant raises the HWM to its epoch and no write passes the
+		// highest epoch issued, so a store that says this is broken.
+		return time.Time{}, &UnavailableError{Op: "confirm", Resource: resource,
+			Err: fmt.Errorf("the store admits epoch %d above its lease's epoch %d", epoch, l.Epoch)}
+	case l.Left <= 0:
+		return time.Time{}, lapsedError(resource, epoch, l.Released)
+	}
+	return f.at(r.start + int64(trusted(l.Left))), nil
+}
+
+func (f *Fence) admitShared(ctx context.Context, st *resourceState, resource string, epoch int64) (time.Time, error) {
 	h := st.hwm.Load()
 	if epoch < h {
-		return &StaleEpochError{Resource: resource, Presented: epoch, Current: h}
+		return time.Time{}, &StaleEpochError{Resource: resource, Presented: epoch, Current: h}
 	}
 	if epoch > h {
 		h, err := f.advance(ctx, resource, epoch)
 		raise(&st.hwm, h)
-		return err
+		if err != nil {
+			return time.Time{}, err
+		}
+		// Admitted. Whether the resource is leased, and its grant live,
+		// takes a confirmation: another replica may have granted it.
 	}
-	h, err := f.confirms.Do(ctx, resource)
+	r, err := f.confirms.Do(ctx, resource)
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
-			return &UnavailableError{Op: "confirm", Resource: resource, Err: err}
+			return time.Time{}, &UnavailableError{Op: "confirm", Resource: resource, Err: err}
 		}
-		return err
+		return time.Time{}, err
 	}
-	raise(&st.hwm, h)
+	raise(&st.hwm, r.HWM)
 	switch {
-	case epoch < h:
-		return &StaleEpochError{Resource: resource, Presented: epoch, Current: h}
-	case epoch == h:
-		return nil
-	default:
+	case epoch < r.HWM:
+		return time.Time{}, &StaleEpochError{Resource: resource, Presented: epoch, Current: r.HWM}
+	case epoch > r.HWM:
 		// The store holds less than this replica saw: only a store restored
 		// from an old backup does that. Raise it back rather than admit on
 		// the cache's word.
 		h, err := f.advance(ctx, resource, epoch)
 		raise(&st.hwm, h)
-		return err
+		if err != nil {
+			return time.Time{}, err
+		}
 	}
+	return f.deliverBy(resource, epoch, r)
 }
 
 // confirmRead is one coalesced confirmation: a linearizable read of the
 // store, bounded by the store timeout. Callers that share it may give up
 // earlier; it is cancelled only once all of them have.
-func (f *Fence) confirmRead(ctx context.Context, resource string) (int64, error) {
+func (f *Fence) confirmRead(ctx context.Context, resource string) (markRead, error) {
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
-	return f.store.Current(ctx, resource)
+	start := f.since()
+	m, err := f.store.Mark(ctx, resource)
+	return markRead{Mark: m, start: start}, err
+}
+
+// mark reads resource's Mark from the store, bounded by the store timeout.
+func (f *Fence) mark(ctx context.Context, resource string) (markRead, error) {
+	r, err := f.confirmRead(ctx, resource)
+	if err != nil {
+		return markRead{}, fmt.Errorf("read HWM and lease: %w", err)
+	}
+	return r, nil
+}
+
+// since is the time elapsed since the Fence was made, in nanoseconds on
+// the monotonic clock; never 0.
+func (f *Fence) since() int64 { return int64(time.Since(f.base)) + 1 }
+
+// at is the moment since() reads t.
+func (f *Fence) at(t int64) time.Time { return f.base.Add(time.Duration(t - 1)) }
+
+// trusted is how long a grant the store says stays live for left is
+// taken to stay live on this process's clock: left less ClockRateBound.
+func trusted(left time.Duration) time.Duration {
+	return left - time.Duration(float64(left)*ClockRateBound)
 }
 
 // Current returns resource's HWM: from memory over an exclusive store once

@@ -18,8 +18,8 @@ type grantGate struct {
 	release   chan struct{}
 }
 
-func (s *grantGate) Acquire(ctx context.Context, name, holder string, ttl time.Duration, by tokens.Caller) (tokens.Grant, error) {
-	g, err := s.observedStore.Acquire(ctx, name, holder, ttl, by)
+func (s *grantGate) Acquire(ctx context.Context, name, holder string, t tokens.Terms, by tokens.Caller) (tokens.Grant, error) {
+	g, err := s.observedStore.Acquire(ctx, name, holder, t, by)
 	close(s.committed)
 	<-s.release
 	return g, err
@@ -36,7 +36,7 @@ func TestFenceGrantNeverAdmitsTheOldEpochOnceVisible(t *testing.T) {
 
 	granted := make(chan tokens.Grant, 1)
 	go func() {
-		g, err := f.Acquire(ctx, "job", "node-b", 15*time.Second, tokens.Caller{})
+		g, err := f.Acquire(ctx, "job", "node-b", tokens.Terms{TTL: 15 * time.Second}, tokens.Caller{})
 		if err != nil {
 			t.Errorf("acquire: %v", err)
 		}

@@ -1,9 +1,6 @@
 package tokens
 
-import (
-	"context"
-	"time"
-)
+import "context"
 
 // Acquire grants a lease through the store (see LeaseStore.Acquire) and
 // brings the Fence's cache of resource name up to the grant's epoch, so a
@@ -11,13 +8,13 @@ import (
 // (IsVerdict) leaves the cache as it was; any other error leaves the
 // outcome unknown, and over an exclusive store the cache of name is then
 // reloaded from the store before it answers again.
-func (f *Fence) Acquire(ctx context.Context, name, holder string, ttl time.Duration, by Caller) (Grant, error) {
+func (f *Fence) Acquire(ctx context.Context, name, holder string, t Terms, by Caller) (Grant, error) {
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
 	st := f.cache.take(name)
 	defer f.cache.put(st)
 	if !f.exclusive {
-		g, err := f.store.Acquire(ctx, name, holder, ttl, by)
+		g, err := f.store.Acquire(ctx, name, holder, t, by)
 		if err == nil {
 			raise(&st.hwm, g.Epoch)
 		}
@@ -33,10 +30,12 @@ func (f *Fence) Acquire(ctx context.Context, name, holder string, ttl time.Durat
 	defer st.mu.Unlock()
 	wasReady := st.ready.Load()
 	st.ready.Store(false)
-	g, err := f.store.Acquire(ctx, name, holder, ttl, by)
+	start := f.since()
+	g, err := f.store.Acquire(ctx, name, holder, t, by)
 	switch {
 	case err == nil:
 		st.hwm.Store(g.Epoch)
+		f.keepLease(st, markRead{Mark: Mark{HWM: g.Epoch, Lease: LeaseLife{Epoch: g.Epoch, Left: g.TTL}}, start: start})
 		st.ready.Store(true)
 	case IsVerdict(err):
 		st.ready.Store(wasReady) // nothing changed
@@ -45,18 +44,64 @@ func (f *Fence) Acquire(ctx context.Context, name, holder string, ttl time.Durat
 	return g, err
 }
 
-// Renew renews a lease through the store; see LeaseStore.Renew.
+// Renew renews a lease through the store; see LeaseStore.Renew. Over an
+// exclusive store the cached life of the grant is extended with it.
 func (f *Fence) Renew(ctx context.Context, name, holder string, epoch int64, by Caller) (Lease, error) {
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
-	return f.store.Renew(ctx, name, holder, epoch, by)
+	if !f.exclusive {
+		return f.store.Renew(ctx, name, holder, epoch, by)
+	}
+	st := f.cache.take(name)
+	defer f.cache.put(st)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	start := f.since()
+	l, err := f.store.Renew(ctx, name, holder, epoch, by)
+	f.afterLeaseChange(st, err, func() {
+		if st.leaseEpoch.Load() == epoch {
+			st.leaseUntil.Store(max(st.leaseUntil.Load(), start+int64(trusted(l.TTL))))
+		}
+	})
+	return l, err
 }
 
 // Release releases a lease through the store; see LeaseStore.Release.
+// Over an exclusive store, writes at the released grant's epoch are
+// refused from memory from then on.
 func (f *Fence) Release(ctx context.Context, name, holder string, epoch int64, by Caller) error {
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
-	return f.store.Release(ctx, name, holder, epoch, by)
+	if !f.exclusive {
+		return f.store.Release(ctx, name, holder, epoch, by)
+	}
+	st := f.cache.take(name)
+	defer f.cache.put(st)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	wasLive := st.leaseEpoch.Load() == epoch && st.leaseUntil.Load() > 0
+	err := f.store.Release(ctx, name, holder, epoch, by)
+	f.afterLeaseChange(st, err, func() {
+		if st.leaseEpoch.Load() == epoch {
+			st.leaseUntil.Store(0)
+			st.released.Store(wasLive || st.released.Load())
+		}
+	})
+	return err
+}
+
+// afterLeaseChange brings the cached lease of st up to a renewal or
+// release over an exclusive store that returned err: done when it
+// succeeded, nothing after a verdict (nothing changed), and a reload from
+// the store when the outcome is unknown. The caller holds st.mu.
+func (f *Fence) afterLeaseChange(st *resourceState, err error, done func()) {
+	switch {
+	case !st.ready.Load():
+	case err == nil:
+		done()
+	case !IsVerdict(err):
+		st.ready.Store(false)
+	}
 }
 
 // Lease reads a lease through the store; see LeaseStore.Lease.

@@ -23,14 +23,14 @@ type observedStore struct {
 	currents atomic.Int64
 	advances atomic.Int64
 	down     atomic.Bool
-	gate     chan struct{} // when non-nil, Current waits for a receive
+	gate     chan struct{} // when non-nil, Current and Mark wait for a receive
 	// acquireErr, when set, is what Acquire returns after granting: an
 	// answer lost after the store may have acted.
 	acquireErr error
 }
 
-func (s *observedStore) Acquire(ctx context.Context, name, holder string, ttl time.Duration, by tokens.Caller) (tokens.Grant, error) {
-	g, err := s.Store.Acquire(ctx, name, holder, ttl, by)
+func (s *observedStore) Acquire(ctx context.Context, name, holder string, t tokens.Terms, by tokens.Caller) (tokens.Grant, error) {
+	g, err := s.Store.Acquire(ctx, name, holder, t, by)
 	if s.acquireErr != nil {
 		return tokens.Grant{}, s.acquireErr
 	}
@@ -48,6 +48,18 @@ func (s *observedStore) Current(ctx context.Context, r string) (int64, error) {
 		return 0, &tokens.UnavailableError{Op: "current", Err: errors.New("down")}
 	}
 	return s.Store.Current(ctx, r)
+}
+
+// Mark counts as a read, as Current does.
+func (s *observedStore) Mark(ctx context.Context, r string) (tokens.Mark, error) {
+	s.currents.Add(1)
+	if s.gate != nil {
+		<-s.gate
+	}
+	if s.down.Load() {
+		return tokens.Mark{}, &tokens.UnavailableError{Op: "mark", Err: errors.New("down")}
+	}
+	return s.Store.Mark(ctx, r)
 }
 
 func (s *observedStore) Advance(ctx context.Context, r string, e int64) (int64, error) {
@@ -125,8 +137,10 @@ func TestFenceSharedConfirmsWithStore(t *testing.T) {
 	f, s := observedFence(t, true)
 	admitted(t, f, "r", 5)
 	admitted(t, f, "r", 5)
-	if s.currents.Load() != 1 {
-		t.Fatalf("equal epoch confirmed with %d reads, want 1", s.currents.Load())
+	// One read after the raise (is the resource leased, its grant live?),
+	// and one that confirms the equal epoch.
+	if s.currents.Load() != 2 {
+		t.Fatalf("raise and equal epoch confirmed with %d reads, want 2", s.currents.Load())
 	}
 	// Stale against the cache: refused without a store call.
 	before := s.currents.Load() + s.advances.Load()
@@ -296,7 +310,7 @@ func raiseTo(v *atomic.Int64, h int64) {
 func TestFenceAcquireKeepsCacheOnVerdicts(t *testing.T) {
 	owner := tokens.Caller{Name: "key-one"}
 	acquire := func(f *tokens.Fence, holder string, by tokens.Caller) (tokens.Grant, error) {
-		return f.Acquire(context.Background(), "r", holder, time.Minute, by)
+		return f.Acquire(context.Background(), "r", holder, tokens.Terms{TTL: time.Minute}, by)
 	}
 	heldByNodeA := func(t *testing.T, f *tokens.Fence, _ *observedStore) int64 {
 		g, err := acquire(f, "node-a", owner)

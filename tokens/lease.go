@@ -17,6 +17,9 @@ type Lease struct {
 	// TTL is the duration granted at acquire; every renewal extends the
 	// lease by it, measured from the renewal, on the store's clock.
 	TTL time.Duration
+	// LockDelay is the grant's lock-delay: after it lapses uncleanly, the
+	// lease is granted to nobody for this long (see Terms).
+	LockDelay time.Duration
 	// ExpiresAt is when the lease lapses, on the store's clock (UTC). For
 	// a store that keeps deadlines as durations (etcd) it is an estimate
 	// taken when the lease was read.
@@ -47,8 +50,9 @@ type Grant struct {
 // binding holds across replicas and restarts. With the zero Caller
 // throughout, no lease has an owner and no change is refused for one.
 type LeaseStore interface {
-	// Acquire grants the lease name to holder for ttl when it is free,
-	// expired or already held by holder, and records by.Name as its Owner.
+	// Acquire grants the lease name to holder for t.TTL, with lock-delay
+	// t.LockDelay, when it is free, expired or already held by holder, and
+	// records by.Name as its Owner.
 	// The grant's epoch is one above both the lease's previous epoch and
 	// the HWM of resource name, and in the same atomic step the HWM of name
 	// is raised to it and recorded as the highest epoch issued for name.
@@ -56,11 +60,13 @@ type LeaseStore interface {
 	//   - *LeaseHeldError when another holder's lease is live;
 	//   - *LeaseOwnedError when holder's own lease is live but by may not
 	//     use it (Caller.MayUse of its Owner is false);
+	//   - *LockDelayError when the previous grant lapsed (expired, was not
+	//     released) less than its own LockDelay ago, whoever asks;
 	//   - *EpochExhaustedError when the lease's epoch or the HWM is already
 	//     2^63-1, so no higher epoch exists. That is a verdict, not a
 	//     failure: retrying cannot succeed.
 	// A free or expired lease may be taken over by any caller.
-	Acquire(ctx context.Context, name, holder string, ttl time.Duration, by Caller) (Grant, error)
+	Acquire(ctx context.Context, name, holder string, t Terms, by Caller) (Grant, error)
 
 	// Renew extends holder's live lease at epoch by its TTL, from now on the
 	// store's clock. It never changes the epoch or the owner. When the lease
@@ -72,7 +78,8 @@ type LeaseStore interface {
 	Renew(ctx context.Context, name, holder string, epoch int64, by Caller) (Lease, error)
 
 	// Release ends holder's lease at epoch now, keeping its epoch so the
-	// next grant raises it. Releasing a lease that holder held at epoch and
+	// next grant raises it. Releasing a live lease is a clean end: the next
+	// grant skips the lock-delay. Releasing a lease that holder held at epoch and
 	// that already lapsed or was released succeeds again. When another
 	// holder or epoch was granted since, or the lease was never acquired,
 	// it returns *LeaseLostError; when the grant is holder's at epoch but
@@ -168,12 +175,12 @@ func ValidateLeaseRequest(name, holder string, by Caller) error {
 }
 
 // ValidateAcquire checks the arguments of an acquire: those of
-// ValidateLeaseRequest, and a TTL ValidateTTL accepts.
-func ValidateAcquire(name, holder string, ttl time.Duration, by Caller) error {
+// ValidateLeaseRequest, and terms ValidateTerms accepts.
+func ValidateAcquire(name, holder string, t Terms, by Caller) error {
 	if err := ValidateLeaseRequest(name, holder, by); err != nil {
 		return err
 	}
-	return ValidateTTL(ttl)
+	return ValidateTerms(t)
 }
 
 // ValidateHeld checks the arguments of a renew or release: those of

@@ -25,6 +25,12 @@ type Store interface {
 	// is not positive returns an error wrapping ErrInvalidEpoch.
 	Advance(ctx context.Context, resource string, epoch int64) (int64, error)
 
+	// Mark returns resource's HWM and the life of the current grant of the
+	// lease of the same name, in one linearizable read: it reflects every
+	// Advance, grant, renewal and release that returned before it was
+	// called. A resource never written and never leased has the zero Mark.
+	Mark(ctx context.Context, resource string) (Mark, error)
+
 	// Ping returns nil while the store can confirm operations.
 	Ping(ctx context.Context) error
 

@@ -23,17 +23,28 @@ type leaseRecord struct {
 	// Owner is the Name of the caller that acquired the grant; absent for
 	// an unowned grant (and in records written before owners existed).
 	Owner string `json:"owner,omitempty"`
+	// LockDelayMillis is the grant's lock-delay (absent: none).
+	LockDelayMillis int64 `json:"lock_delay_ms,omitempty"`
+	// Released reports that the grant was released while live: it ended
+	// cleanly, and the next grant skips its lock-delay.
+	Released bool `json:"released,omitempty"`
 }
 
 func (r leaseRecord) ttl() time.Duration { return time.Duration(r.TTLMillis) * time.Millisecond }
 
+func (r leaseRecord) lockDelay() time.Duration {
+	return time.Duration(r.LockDelayMillis) * time.Millisecond
+}
+
 // Acquire grants name to holder, owned by by.Name; see tokens.LeaseStore.
 // The ownership check, the epoch check and the grant happen in one bbolt
 // transaction under the lease lock. Refusals are *tokens.LeaseHeldError,
-// *tokens.LeaseOwnedError and *tokens.EpochExhaustedError; any other
-// failure is a *tokens.UnavailableError.
-func (s *Store) Acquire(ctx context.Context, name, holder string, ttl time.Duration, by tokens.Caller) (tokens.Grant, error) {
-	if err := tokens.ValidateAcquire(name, holder, ttl, by); err != nil {
+// *tokens.LeaseOwnedError, *tokens.LockDelayError and
+// *tokens.EpochExhaustedError; any other failure is a
+// *tokens.UnavailableError. The lock-delay runs on the process's monotonic
+// clock from the grant's deadline.
+func (s *Store) Acquire(ctx context.Context, name, holder string, t tokens.Terms, by tokens.Caller) (tokens.Grant, error) {
+	if err := tokens.ValidateAcquire(name, holder, t, by); err != nil {
 		return tokens.Grant{}, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -57,6 +68,9 @@ func (s *Store) Acquire(ctx context.Context, name, holder string, ttl time.Durat
 			if prev.Held && !by.MayUse(rec.Owner) {
 				return &tokens.LeaseOwnedError{Name: name, Owner: rec.Owner, Caller: by.Name, Op: "acquire"}
 			}
+			if left := s.delayLeft(name, rec, now); left > 0 {
+				return &tokens.LockDelayError{Name: name, Holder: rec.Holder, Epoch: rec.Epoch, Left: left}
+			}
 		}
 		hwm, err := get(tx, name)
 		if err != nil {
@@ -67,8 +81,9 @@ func (s *Store) Acquire(ctx context.Context, name, holder string, ttl time.Durat
 			return &tokens.EpochExhaustedError{Name: name, Epoch: base}
 		}
 		epoch := base + 1
+		ttl := time.Duration(t.TTL.Milliseconds()) * time.Millisecond
 		rec = leaseRecord{Holder: holder, Epoch: epoch, TTLMillis: ttl.Milliseconds(), ExpiresUnix: now.Add(ttl).UnixNano(),
-			Owner: by.Name}
+			Owner: by.Name, LockDelayMillis: t.LockDelay.Milliseconds()}
 		if err := putLease(tx, name, rec); err != nil {
 			return err
 		}
@@ -117,6 +132,7 @@ func (s *Store) Release(ctx context.Context, name, holder string, epoch int64, b
 			return nil // already lapsed or released: a retry succeeds
 		}
 		rec.ExpiresUnix = now.UnixNano()
+		rec.Released = true
 		if err := putLease(tx, name, rec); err != nil {
 			return err
 		}
@@ -196,24 +212,83 @@ func (s *Store) Lease(ctx context.Context, name string) (tokens.Lease, error) {
 
 // leaseState turns a record into a Lease as of now. The deadline is the
 // monotonic one set by this process; a lease not touched since Open gets
-// its on-disk expiry, capped at one TTL from now. The caller holds leaseMu.
+// its on-disk expiry, capped at one TTL from now, and one that had lapsed
+// by then no earlier than its lock-delay before now (so a restart cannot
+// shorten a lock-delay, whatever the wall clock did). The caller holds
+// leaseMu.
 func (s *Store) leaseState(name string, rec leaseRecord, now time.Time) tokens.Lease {
-	deadline, ok := s.deadlines[name]
-	if !ok {
-		left := time.Duration(rec.ExpiresUnix - now.UnixNano())
-		left = min(max(left, 0), rec.ttl())
-		deadline = now.Add(left)
-		s.deadlines[name] = deadline
-	}
+	deadline := s.deadline(name, rec, now)
 	return tokens.Lease{
 		Name:      name,
 		Holder:    rec.Holder,
 		Epoch:     rec.Epoch,
 		TTL:       rec.ttl(),
+		LockDelay: rec.lockDelay(),
 		ExpiresAt: now.Round(0).Add(deadline.Sub(now)).UTC(),
 		Held:      deadline.After(now),
 		Owner:     rec.Owner,
 	}
+}
+
+// deadline is the monotonic deadline of rec's grant; see leaseState. The
+// caller holds leaseMu.
+func (s *Store) deadline(name string, rec leaseRecord, now time.Time) time.Time {
+	deadline, ok := s.deadlines[name]
+	if !ok {
+		left := time.Duration(rec.ExpiresUnix - now.UnixNano())
+		left = min(max(left, -rec.lockDelay()), rec.ttl())
+		deadline = now.Add(left)
+		s.deadlines[name] = deadline
+	}
+	return deadline
+}
+
+// delayLeft is how long rec's lock-delay still runs at now: 0 unless its
+// grant lapsed without a release less than its lock-delay ago. The caller
+// holds leaseMu.
+func (s *Store) delayLeft(name string, rec leaseRecord, now time.Time) time.Duration {
+	if rec.Released || rec.LockDelayMillis <= 0 {
+		return 0
+	}
+	deadline := s.deadline(name, rec, now)
+	if deadline.After(now) {
+		return 0 // live: not lapsed
+	}
+	return max(deadline.Add(rec.lockDelay()).Sub(now), 0)
+}
+
+// Mark returns resource's HWM and its lease's life in one read; see
+// tokens.Store.
+func (s *Store) Mark(ctx context.Context, resource string) (tokens.Mark, error) {
+	if err := tokens.ValidateResource(resource); err != nil {
+		return tokens.Mark{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return tokens.Mark{}, &tokens.UnavailableError{Op: "mark", Resource: resource, Err: err}
+	}
+	s.leaseMu.Lock()
+	defer s.leaseMu.Unlock()
+	var (
+		m     tokens.Mark
+		rec   leaseRecord
+		found bool
+	)
+	err := s.db.View(func(tx *bolt.Tx) error {
+		var err error
+		if m.HWM, err = get(tx, resource); err != nil {
+			return err
+		}
+		rec, found, err = getLease(tx, resource)
+		return err
+	})
+	if err != nil {
+		return tokens.Mark{}, &tokens.UnavailableError{Op: "mark", Resource: resource, Err: err}
+	}
+	if found {
+		now := s.now()
+		m.Lease = tokens.LeaseLife{Epoch: rec.Epoch, Left: max(s.deadline(resource, rec, now).Sub(now), 0), Released: rec.Released}
+	}
+	return m, nil
 }
 
 func getLease(tx *bolt.Tx, name string) (leaseRecord, bool, error) {

@@ -52,9 +52,9 @@ const cleanupTimeout = time.Second
 // *tokens.UnavailableError, in which case the
 // grant may or may not have happened (Acquire revokes the etcd lease it
 // granted, so a grant that did happen ends at once).
-func (s *Store) Acquire(ctx context.Context, name, holder string, ttl time.Duration, by tokens.Caller) (tokens.Grant, error) {
+func (s *Store) Acquire(ctx context.Context, name, holder string, t tokens.Terms, by tokens.Caller) (tokens.Grant, error) {
 	const op = "acquire"
-	if err := tokens.ValidateAcquire(name, holder, ttl, by); err != nil {
+	if err := tokens.ValidateAcquire(name, holder, t, by); err != nil {
 		return tokens.Grant{}, err
 	}
 	st, err := s.read(ctx, op, name, true)
@@ -64,12 +64,15 @@ func (s *Store) Acquire(ctx context.Context, name, holder string, ttl time.Durat
 
 	var (
 		granted   clientv3.LeaseID // etcd lease granted by this call, not yet used
+		delayed   clientv3.LeaseID // the delay key's, when t.LockDelay > 0
 		grantedAt time.Time
 		etcdTTL   int64
 	)
 	fail := func(err error) (tokens.Grant, error) {
-		if granted != 0 {
-			s.revokeQuietly(ctx, granted)
+		for _, id := range []clientv3.LeaseID{granted, delayed} {
+			if id != 0 {
+				s.revokeQuietly(ctx, id)
+			}
 		}
 		return tokens.Grant{}, err
 	}
@@ -83,29 +86,35 @@ func (s *Store) Acquire(ctx context.Context, name, holder string, ttl time.Durat
 		}
 		if granted == 0 {
 			grantedAt = time.Now()
-			resp, err := s.cli.Grant(ctx, ttlSeconds(ttl))
-			if err != nil {
-				return fail(unavailable(op, name, fmt.Errorf("granting an etcd lease of %ds: %w", ttlSeconds(ttl), err)))
+			if granted, etcdTTL, err = s.grant(ctx, ttlSeconds(t.TTL)); err != nil {
+				return fail(unavailable(op, name, err))
 			}
-			if resp.Error != "" {
-				return fail(unavailable(op, name, fmt.Errorf("granting an etcd lease of %ds: %s", ttlSeconds(ttl), resp.Error)))
+			if t.LockDelay > 0 {
+				if delayed, _, err = s.grant(ctx, etcdTTL+ttlSeconds(t.LockDelay)); err != nil {
+					return fail(unavailable(op, name, err))
+				}
 			}
-			granted, etcdTTL = resp.ID, resp.TTL
 		}
 		rec := leaseRecord{
-			Holder:    holder,
-			Epoch:     epoch,
-			TTLMillis: ttl.Milliseconds(),
-			EtcdLease: int64(granted),
-			EtcdTTL:   etcdTTL,
-			GrantedAt: grantedAt.UTC().Format(time.RFC3339Nano),
-			Owner:     by.Name,
+			Holder:          holder,
+			Epoch:           epoch,
+			TTLMillis:       t.TTL.Milliseconds(),
+			EtcdLease:       int64(granted),
+			EtcdTTL:         etcdTTL,
+			GrantedAt:       grantedAt.UTC().Format(time.RFC3339Nano),
+			Owner:           by.Name,
+			LockDelayMillis: t.LockDelay.Milliseconds(),
+			DelayLease:      int64(delayed),
 		}
 		tr, err := s.grantTxn(ctx, name, st, rec)
 		if isLeaseNotFound(err) {
-			// The etcd lease lapsed before the put: slow retries. Start over
-			// with a fresh one.
-			granted = 0
+			// An etcd lease lapsed before the put: slow retries. Start over
+			// with fresh ones.
+			s.revokeQuietly(ctx, granted)
+			if delayed != 0 {
+				s.revokeQuietly(ctx, delayed)
+			}
+			granted, delayed = 0, 0
 			if st, err = s.readState(ctx, name, true); err != nil {
 				return fail(unavailable(op, name, err))
 			}
@@ -123,8 +132,24 @@ func (s *Store) Acquire(ctx context.Context, name, holder string, ttl time.Durat
 		if st.alive && st.aliveID != granted {
 			s.revokeQuietly(ctx, st.aliveID) // holder's own previous grant
 		}
-		return grantOf(name, rec, ttl, grantedAt, st), nil
+		if st.delay && st.delayID != delayed {
+			s.revokeQuietly(ctx, st.delayID)
+		}
+		return grantOf(name, rec, t.TTL, grantedAt, st), nil
 	}
+}
+
+// grant asks etcd for a lease of ttl seconds and returns its ID and the
+// TTL etcd granted.
+func (s *Store) grant(ctx context.Context, ttl int64) (clientv3.LeaseID, int64, error) {
+	resp, err := s.cli.Grant(ctx, ttl)
+	if err != nil {
+		return 0, 0, fmt.Errorf("granting an etcd lease of %ds: %w", ttl, err)
+	}
+	if resp.Error != "" {
+		return 0, 0, fmt.Errorf("granting an etcd lease of %ds: %s", ttl, resp.Error)
+	}
+	return resp.ID, resp.TTL, nil
 }
 
 // nextEpoch is the epoch a grant to holder by by would issue from st, or
@@ -138,6 +163,10 @@ func (s *Store) nextEpoch(ctx context.Context, name, holder string, by tokens.Ca
 	if st.alive && !by.MayUse(st.rec.Owner) {
 		return 0, &tokens.LeaseOwnedError{Name: name, Owner: st.rec.Owner, Caller: by.Name, Op: "acquire"}
 	}
+	if !st.alive && st.delay {
+		return 0, &tokens.LockDelayError{Name: name, Holder: st.rec.Holder, Epoch: st.rec.Epoch,
+			Left: s.delayLeft(ctx, st)}
+	}
 	base := max(st.rec.Epoch, st.hwm, st.issued)
 	if base == math.MaxInt64 {
 		return 0, &tokens.EpochExhaustedError{Name: name, Epoch: base}
@@ -149,16 +178,22 @@ func (s *Store) nextEpoch(ctx context.Context, name, holder string, by tokens.Ca
 // of the lease's keys changed since st was read; otherwise it reads them
 // again (the Else branch's responses).
 func (s *Store) grantTxn(ctx context.Context, name string, st leaseState, rec leaseRecord) (*clientv3.TxnResponse, error) {
+	delay := clientv3.OpDelete(s.delayKey(name))
+	if rec.DelayLease != 0 {
+		delay = clientv3.OpPut(s.delayKey(name), encodeAlive(rec.Holder, rec.Epoch), clientv3.WithLease(clientv3.LeaseID(rec.DelayLease)))
+	}
 	return s.cli.Txn(ctx).
 		If(
 			unchanged(s.leaseKey(name), st.recRev),
 			unchanged(s.aliveKey(name), st.aliveRev),
+			unchanged(s.delayKey(name), st.delayRev),
 			unchanged(s.key(name), st.hwmRev),
 			unchanged(s.issuedKey(name), st.issuedRev),
 		).
 		Then(
 			clientv3.OpPut(s.leaseKey(name), encodeRecord(rec)),
 			clientv3.OpPut(s.aliveKey(name), encodeAlive(rec.Holder, rec.Epoch), clientv3.WithLease(clientv3.LeaseID(rec.EtcdLease))),
+			delay,
 			clientv3.OpPut(s.key(name), encodeEpoch(rec.Epoch)),
 			clientv3.OpPut(s.issuedKey(name), encodeEpoch(rec.Epoch)),
 		).
@@ -174,6 +209,7 @@ func grantOf(name string, rec leaseRecord, ttl time.Duration, grantedAt time.Tim
 		Holder:    rec.Holder,
 		Epoch:     rec.Epoch,
 		TTL:       ttl,
+		LockDelay: rec.lockDelay(),
 		ExpiresAt: grantedAt.Add(ttl).UTC(),
 		Held:      true,
 		Owner:     rec.Owner,
@@ -226,11 +262,20 @@ func (s *Store) Renew(ctx context.Context, name, holder string, epoch int64, by 
 		}
 		return tokens.Lease{}, unavailable(op, name, fmt.Errorf("keep-alive of etcd lease %x: %w", int64(st.aliveID), err))
 	}
+	// The delay lease after the alive one: it keeps outliving it by the
+	// delay. If this fails the renewal is reported failed; the holder
+	// renews again.
+	if st.delay {
+		if _, err := s.cli.KeepAliveOnce(ctx, st.delayID); err != nil {
+			return tokens.Lease{}, unavailable(op, name, fmt.Errorf("keep-alive of etcd lease %x: %w", int64(st.delayID), err))
+		}
+	}
 	return tokens.Lease{
 		Name:      name,
 		Holder:    holder,
 		Epoch:     epoch,
 		TTL:       st.rec.ttl(),
+		LockDelay: st.rec.lockDelay(),
 		ExpiresAt: start.Add(st.rec.ttl()).UTC(),
 		Held:      true,
 		Owner:     st.rec.Owner,
@@ -246,15 +291,40 @@ func (s *Store) Renew(ctx context.Context, name, holder string, epoch int64, by 
 // by may not act for, *tokens.LeaseOwnedError. Invalid arguments return an error wrapping
 // tokens.ErrInvalidResource or tokens.ErrInvalidLease; failures of the
 // cluster or corrupt keys a *tokens.UnavailableError.
+//
+// Releasing a live grant first marks its record released and deletes its
+// delay key, in one transaction conditioned on the grant still being live:
+// the end is clean, and the next grant skips the lock-delay. (Should the
+// revocation then fail, the grant lapses at its TTL, still clean.)
 func (s *Store) Release(ctx context.Context, name, holder string, epoch int64, by tokens.Caller) error {
 	const op = "release"
 	st, err := s.held(ctx, op, name, holder, epoch, by)
 	if err != nil {
 		return err
 	}
-	id := clientv3.LeaseID(st.rec.EtcdLease)
-	if _, err := s.cli.Revoke(ctx, id); err != nil && !isLeaseNotFound(err) {
-		return unavailable(op, name, fmt.Errorf("revoking etcd lease %x: %w", int64(id), err))
+	if st.alive && !st.rec.Released {
+		rec := st.rec
+		rec.Released = true
+		tr, err := s.cli.Txn(ctx).
+			If(unchanged(s.leaseKey(name), st.recRev), unchanged(s.aliveKey(name), st.aliveRev)).
+			Then(clientv3.OpPut(s.leaseKey(name), encodeRecord(rec)), clientv3.OpDelete(s.delayKey(name))).
+			Commit()
+		switch {
+		case err != nil:
+			return unavailable(op, name, fmt.Errorf("marking the grant released: %w", err))
+		case !tr.Succeeded:
+			// It lapsed, or was released or renewed meanwhile: decide
+			// again from what is there now.
+			return s.Release(ctx, name, holder, epoch, by)
+		}
+	}
+	for _, id := range []clientv3.LeaseID{clientv3.LeaseID(st.rec.EtcdLease), clientv3.LeaseID(st.rec.DelayLease)} {
+		if id == 0 {
+			continue
+		}
+		if _, err := s.cli.Revoke(ctx, id); err != nil && !isLeaseNotFound(err) {
+			return unavailable(op, name, fmt.Errorf("revoking etcd lease %x: %w", int64(id), err))
+		}
 	}
 	return nil
 }
@@ -345,12 +415,13 @@ func (s *Store) lostError(ctx context.Context, name, holder string, epoch int64,
 // view turns a read state with a record into a tokens.Lease.
 func (s *Store) view(ctx context.Context, name string, st leaseState) tokens.Lease {
 	l := tokens.Lease{
-		Name:   name,
-		Holder: st.rec.Holder,
-		Epoch:  st.rec.Epoch,
-		TTL:    st.rec.ttl(),
-		Held:   st.alive,
-		Owner:  st.rec.Owner,
+		Name:      name,
+		Holder:    st.rec.Holder,
+		Epoch:     st.rec.Epoch,
+		TTL:       st.rec.ttl(),
+		LockDelay: st.rec.lockDelay(),
+		Held:      st.alive,
+		Owner:     st.rec.Owner,
 	}
 	if st.alive {
 		l.ExpiresAt = s.expiresAt(ctx, st)
@@ -376,6 +447,20 @@ func (s *Store) expiresAt(ctx context.Context, st leaseState) time.Time {
 		return now
 	}
 	return now.Add(time.Duration(resp.TTL) * time.Second)
+}
+
+// delayLeft is how long the lock-delay in st still runs: the remaining TTL
+// of its delay lease rounded up to whole seconds, or the whole delay when
+// etcd cannot be asked.
+func (s *Store) delayLeft(ctx context.Context, st leaseState) time.Duration {
+	resp, err := s.cli.TimeToLive(ctx, st.delayID)
+	switch {
+	case isLeaseNotFound(err):
+		return time.Second // lapsing now; etcd deletes the key shortly
+	case err != nil:
+		return st.rec.lockDelay()
+	}
+	return time.Duration(max(resp.TTL, 0)+1) * time.Second
 }
 
 // revokeQuietly revokes an etcd lease that no longer carries a key worth

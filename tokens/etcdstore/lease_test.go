@@ -19,7 +19,7 @@ import (
 
 func mustAcquire(t *testing.T, s tokens.Store, name, holder string, ttl time.Duration) tokens.Grant {
 	t.Helper()
-	g, err := s.Acquire(timeout(t, 10*time.Second), name, holder, ttl, tokens.Caller{})
+	g, err := s.Acquire(timeout(t, 10*time.Second), name, holder, tokens.Terms{TTL: ttl}, tokens.Caller{})
 	if err != nil || !g.Held || g.Holder != holder || g.TTL != ttl {
 		t.Fatalf("Acquire(%q, %q, %v) = %+v, %v", name, holder, ttl, g.Lease, err)
 	}
@@ -157,7 +157,7 @@ func TestLeaseCorrupt(t *testing.T) {
 		t.Helper()
 		ops := map[string]func(ctx context.Context) error{
 			"acquire": func(ctx context.Context) error {
-				_, err := s.Acquire(ctx, name, "node-b", 5*time.Second, tokens.Caller{})
+				_, err := s.Acquire(ctx, name, "node-b", tokens.Terms{TTL: 5 * time.Second}, tokens.Caller{})
 				return err
 			},
 			"renew": func(ctx context.Context) error {
@@ -207,7 +207,7 @@ func TestLeaseCorrupt(t *testing.T) {
 
 	// A corrupt issued key fails acquire and advance.
 	put("\x00issued/iss", "ten")
-	_, err = s.Acquire(timeout(t, 5*time.Second), "iss", "node-a", 5*time.Second, tokens.Caller{})
+	_, err = s.Acquire(timeout(t, 5*time.Second), "iss", "node-a", tokens.Terms{TTL: 5 * time.Second}, tokens.Caller{})
 	mustBeUnavailable(t, "Acquire over corrupt issued", err, "acquire")
 	_, err = s.Advance(timeout(t, 5*time.Second), "iss", 3)
 	mustBeUnavailable(t, "Advance over corrupt issued", err, "advance")
@@ -239,7 +239,7 @@ func TestGrantsAndAdvancesInterleave(t *testing.T) {
 	wg.Go(func() {
 		defer close(stop)
 		for range grants {
-			g, err := s.Acquire(timeout(t, 10*time.Second), "mixed", "node-a", 30*time.Second, tokens.Caller{})
+			g, err := s.Acquire(timeout(t, 10*time.Second), "mixed", "node-a", tokens.Terms{TTL: 30 * time.Second}, tokens.Caller{})
 			if err != nil {
 				errc <- fmt.Errorf("Acquire: %w", err)
 				return
@@ -305,7 +305,7 @@ func TestLeaseLeaderDown(t *testing.T) {
 
 	mustRenew(t, s, "job", "node-a", g.Epoch)
 	mustRenew(t, other, "job", "node-a", g.Epoch)
-	_, err := other.Acquire(timeout(t, 10*time.Second), "job", "node-b", 30*time.Second, tokens.Caller{})
+	_, err := other.Acquire(timeout(t, 10*time.Second), "job", "node-b", tokens.Terms{TTL: 30 * time.Second}, tokens.Caller{})
 	storetest.MustBeHeld(t, err, "node-a", g.Epoch)
 	mustHold(t, other, "job", "node-a", g.Epoch)
 	_, err = other.Advance(timeout(t, 10*time.Second), "job", g.Epoch+1)
@@ -328,7 +328,7 @@ func TestLeaseLeaderDown(t *testing.T) {
 	deadline := time.Now().Add(20 * time.Second)
 	var takeover tokens.Grant
 	for {
-		takeover, err = other.Acquire(timeout(t, 10*time.Second), "short", "node-b", 30*time.Second, tokens.Caller{})
+		takeover, err = other.Acquire(timeout(t, 10*time.Second), "short", "node-b", tokens.Terms{TTL: 30 * time.Second}, tokens.Caller{})
 		if err == nil {
 			break
 		}
@@ -374,7 +374,7 @@ func TestLeaseQuorumLost(t *testing.T) {
 		mustBeUnavailable(t, op, err, op)
 	}
 	check("acquire", func(ctx context.Context) error {
-		_, err := s.Acquire(ctx, "job", "node-b", 30*time.Second, tokens.Caller{})
+		_, err := s.Acquire(ctx, "job", "node-b", tokens.Terms{TTL: 30 * time.Second}, tokens.Caller{})
 		return err
 	})
 	check("renew", func(ctx context.Context) error {
@@ -391,7 +391,7 @@ func TestLeaseQuorumLost(t *testing.T) {
 	c.RestartMember(second)
 	mustHold(t, s, "job", "node-a", g.Epoch)
 	mustRenew(t, s, "job", "node-a", g.Epoch)
-	_, err := s.Acquire(timeout(t, 10*time.Second), "job", "node-b", 30*time.Second, tokens.Caller{})
+	_, err := s.Acquire(timeout(t, 10*time.Second), "job", "node-b", tokens.Terms{TTL: 30 * time.Second}, tokens.Caller{})
 	storetest.MustBeHeld(t, err, "node-a", g.Epoch)
 	mustCurrent(t, s, "job", g.Epoch)
 }
@@ -406,7 +406,7 @@ func TestLeaseClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := timeout(t, 5*time.Second)
-	_, err := s.Acquire(ctx, "job", "node-a", 30*time.Second, tokens.Caller{})
+	_, err := s.Acquire(ctx, "job", "node-a", tokens.Terms{TTL: 30 * time.Second}, tokens.Caller{})
 	mustBeUnavailable(t, "Acquire after Close", err, "acquire")
 	if !errors.Is(err, etcdstore.ErrClosed) {
 		t.Errorf("Acquire after Close = %v, want ErrClosed", err)
@@ -416,7 +416,7 @@ func TestLeaseClosed(t *testing.T) {
 	mustBeUnavailable(t, "Release after Close", s.Release(ctx, "job", "node-a", g.Epoch, tokens.Caller{}), "release")
 	_, err = s.Lease(ctx, "job")
 	mustBeUnavailable(t, "Lease after Close", err, "lease")
-	if _, err := s.Acquire(ctx, "job", "node-a", 0, tokens.Caller{}); !errors.Is(err, tokens.ErrInvalidLease) {
+	if _, err := s.Acquire(ctx, "job", "node-a", tokens.Terms{TTL: 0}, tokens.Caller{}); !errors.Is(err, tokens.ErrInvalidLease) {
 		t.Errorf("Acquire with TTL 0 after Close = %v, want ErrInvalidLease", err)
 	}
 	// The lease itself is untouched: another client still sees it.

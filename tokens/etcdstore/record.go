@@ -21,11 +21,13 @@ const (
 	issuedSub = "\x00issued/"
 	leaseSub  = "\x00lease/"
 	aliveSub  = "\x00alive/"
+	delaySub  = "\x00delay/"
 )
 
 func (s *Store) issuedKey(name string) string { return s.prefix + issuedSub + name }
 func (s *Store) leaseKey(name string) string  { return s.prefix + leaseSub + name }
 func (s *Store) aliveKey(name string) string  { return s.prefix + aliveSub + name }
+func (s *Store) delayKey(name string) string  { return s.prefix + delaySub + name }
 
 // leaseRecord is the JSON value of a lease key: the latest grant of the
 // lease. It is written only by Acquire, in the transaction that raises the
@@ -48,9 +50,23 @@ type leaseRecord struct {
 	// absent for an unowned grant and in records written before owners
 	// existed, which read as unowned.
 	Owner string `json:"owner,omitempty"`
+	// LockDelayMillis is the grant's lock-delay (absent: none). While it
+	// is positive the grant also has a delay key, attached to DelayLease,
+	// an etcd lease of EtcdTTL plus the delay rounded up to whole seconds
+	// and kept alive with the grant's: it outlives the alive key by at
+	// least the delay when the grant lapses.
+	LockDelayMillis int64 `json:"lock_delay_ms,omitempty"`
+	DelayLease      int64 `json:"delay_lease,omitempty"`
+	// Released is set, and the delay key deleted, in one transaction by a
+	// release of the live grant: a clean end, which skips the delay.
+	Released bool `json:"released,omitempty"`
 }
 
 func (r leaseRecord) ttl() time.Duration { return time.Duration(r.TTLMillis) * time.Millisecond }
+
+func (r leaseRecord) lockDelay() time.Duration {
+	return time.Duration(r.LockDelayMillis) * time.Millisecond
+}
 
 // aliveValue is the JSON value of an alive key, which is attached to the
 // grant's etcd lease and so exists exactly while that lease is live.
@@ -70,15 +86,18 @@ type leaseState struct {
 	alive    bool // the alive key exists: the grant in rec is live
 	aliveID  clientv3.LeaseID
 	aliveRev int64
+	delay    bool // the delay key exists: see leaseRecord.LockDelayMillis
+	delayID  clientv3.LeaseID
+	delayRev int64
 
 	hwm, hwmRev       int64
 	issued, issuedRev int64
 }
 
-// readOps are the gets of a lease's record and alive key and, if withEpochs,
-// of its HWM and issued keys, in the order parseState expects.
+// readOps are the gets of a lease's record, alive and delay keys and, if
+// withEpochs, of its HWM and issued keys, in the order parseState expects.
 func (s *Store) readOps(name string, withEpochs bool) []clientv3.Op {
-	ops := []clientv3.Op{clientv3.OpGet(s.leaseKey(name)), clientv3.OpGet(s.aliveKey(name))}
+	ops := []clientv3.Op{clientv3.OpGet(s.leaseKey(name)), clientv3.OpGet(s.aliveKey(name)), clientv3.OpGet(s.delayKey(name))}
 	if withEpochs {
 		ops = append(ops, clientv3.OpGet(s.key(name)), clientv3.OpGet(s.issuedKey(name)))
 	}
@@ -88,9 +107,9 @@ func (s *Store) readOps(name string, withEpochs bool) []clientv3.Op {
 // parseState decodes the responses of readOps. A corrupt value, or a record
 // and alive key that disagree, is an error wrapping ErrCorruptValue.
 func (s *Store) parseState(name string, withEpochs bool, resps []*pb.ResponseOp) (leaseState, error) {
-	want := 2
+	want := 3
 	if withEpochs {
-		want = 4
+		want = 5
 	}
 	kvs, err := ranges(resps, want)
 	if err != nil {
@@ -111,11 +130,18 @@ func (s *Store) parseState(name string, withEpochs bool, resps []*pb.ResponseOp)
 		}
 		st.alive, st.aliveID, st.aliveRev = true, clientv3.LeaseID(kv.Lease), kv.ModRevision
 	}
-	if withEpochs {
-		if st.hwm, st.hwmRev, err = readEpoch(s.key(name), kvs[2]); err != nil {
+	if len(kvs[2]) > 0 {
+		kv := kvs[2][0]
+		if err := checkDelay(kv, st); err != nil {
 			return leaseState{}, err
 		}
-		if st.issued, st.issuedRev, err = readEpoch(s.issuedKey(name), kvs[3]); err != nil {
+		st.delay, st.delayID, st.delayRev = true, clientv3.LeaseID(kv.Lease), kv.ModRevision
+	}
+	if withEpochs {
+		if st.hwm, st.hwmRev, err = readEpoch(s.key(name), kvs[3]); err != nil {
+			return leaseState{}, err
+		}
+		if st.issued, st.issuedRev, err = readEpoch(s.issuedKey(name), kvs[4]); err != nil {
 			return leaseState{}, err
 		}
 	}
@@ -173,6 +199,10 @@ func decodeRecord(kv *mvccpb.KeyValue) (leaseRecord, error) {
 		return leaseRecord{}, corrupt(kv, "no etcd lease")
 	case tokens.ValidateOwner(r.Owner) != nil:
 		return leaseRecord{}, corrupt(kv, "invalid owner")
+	case r.LockDelayMillis < 0 || r.lockDelay() > tokens.MaxLockDelay:
+		return leaseRecord{}, corrupt(kv, "lock_delay_ms out of range")
+	case r.LockDelayMillis > 0 && r.DelayLease == 0:
+		return leaseRecord{}, corrupt(kv, "lock-delay without a delay lease")
 	}
 	return r, nil
 }
@@ -192,6 +222,24 @@ func checkAlive(kv *mvccpb.KeyValue, st leaseState) error {
 		return corrupt(kv, fmt.Sprintf("names %q at epoch %d, the record %q at epoch %d", a.Holder, a.Epoch, st.rec.Holder, st.rec.Epoch))
 	case kv.Lease == 0 || kv.Lease != st.rec.EtcdLease:
 		return corrupt(kv, fmt.Sprintf("attached to etcd lease %x, the record names %x", kv.Lease, st.rec.EtcdLease))
+	}
+	return nil
+}
+
+// checkDelay checks a delay key against the record read with it, as
+// checkAlive does an alive key.
+func checkDelay(kv *mvccpb.KeyValue, st leaseState) error {
+	var a aliveValue
+	if err := json.Unmarshal(kv.Value, &a); err != nil {
+		return corrupt(kv, fmt.Sprintf("not a delay value: %v", err))
+	}
+	switch {
+	case !st.found:
+		return corrupt(kv, "delay key without a lease record")
+	case a.Holder != st.rec.Holder || a.Epoch != st.rec.Epoch:
+		return corrupt(kv, fmt.Sprintf("names %q at epoch %d, the record %q at epoch %d", a.Holder, a.Epoch, st.rec.Holder, st.rec.Epoch))
+	case kv.Lease == 0 || kv.Lease != st.rec.DelayLease:
+		return corrupt(kv, fmt.Sprintf("attached to etcd lease %x, the record names %x", kv.Lease, st.rec.DelayLease))
 	}
 	return nil
 }

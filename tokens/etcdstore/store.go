@@ -23,6 +23,7 @@ type Store struct {
 	conn   *etcdclient.Handle // owned when the Store came from Open
 	cli    *clientv3.Client   // conn.Client
 	prefix string
+	lives  *lifeCache
 }
 
 var _ tokens.Store = (*Store)(nil)
@@ -41,7 +42,7 @@ func newStore(conn *etcdclient.Handle, prefix string) *Store {
 	if prefix == "" {
 		prefix = DefaultPrefix
 	}
-	return &Store{conn: conn, cli: conn.Client, prefix: prefix}
+	return &Store{conn: conn, cli: conn.Client, prefix: prefix, lives: newLifeCache()}
 }
 
 // Current returns the HWM of resource, or 0 if its key is absent, by a

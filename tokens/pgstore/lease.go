@@ -9,6 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/fencegw/fencegw/internal/pgretry"
+
 	"github.com/fencegw/fencegw/tokens"
 )
 
@@ -28,14 +30,14 @@ import (
 // that would pass 2^63-1 *tokens.EpochExhaustedError. Any other failure
 // returns an *tokens.UnavailableError: the grant may or may not have been
 // committed.
-func (s *Store) Acquire(ctx context.Context, name, holder string, ttl time.Duration, by tokens.Caller) (tokens.Grant, error) {
-	if err := tokens.ValidateAcquire(name, holder, ttl, by); err != nil {
+func (s *Store) Acquire(ctx context.Context, name, holder string, t tokens.Terms, by tokens.Caller) (tokens.Grant, error) {
+	if err := tokens.ValidateAcquire(name, holder, t, by); err != nil {
 		return tokens.Grant{}, err
 	}
 	if err := ctx.Err(); err != nil {
 		return tokens.Grant{}, &tokens.UnavailableError{Op: "acquire", Resource: name, Err: err}
 	}
-	g, err := s.acquire(ctx, name, holder, ttl.Milliseconds(), by)
+	g, err := s.acquire(ctx, name, holder, t.TTL.Milliseconds(), t.LockDelay.Milliseconds(), by)
 	switch {
 	case tokens.IsVerdict(err):
 		return tokens.Grant{}, err
@@ -45,7 +47,7 @@ func (s *Store) Acquire(ctx context.Context, name, holder string, ttl time.Durat
 	return g, nil
 }
 
-func (s *Store) acquire(ctx context.Context, name, holder string, ttlMS int64, by tokens.Caller) (tokens.Grant, error) {
+func (s *Store) acquire(ctx context.Context, name, holder string, ttlMS, delayMS int64, by tokens.Caller) (tokens.Grant, error) {
 	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 	if err != nil {
 		return tokens.Grant{}, fmt.Errorf("begin: %w", err)
@@ -60,7 +62,8 @@ func (s *Store) acquire(ctx context.Context, name, holder string, ttlMS int64, b
 	err = tx.QueryRow(ctx, s.q.leaseCreate, name, holder, ttlMS).Scan(&created)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		prev, err := scanLease(name, tx.QueryRow(ctx, s.q.leaseLock, name))
+		var delayLeft int64
+		prev, err := scanLease(name, tx.QueryRow(ctx, s.q.leaseLock, name), &delayLeft)
 		if err != nil {
 			return tokens.Grant{}, fmt.Errorf("lock lease: %w", err)
 		}
@@ -70,6 +73,10 @@ func (s *Store) acquire(ctx context.Context, name, holder string, ttlMS int64, b
 		}
 		if prev.Held && !by.MayUse(prev.Owner) {
 			return tokens.Grant{}, &tokens.LeaseOwnedError{Name: name, Owner: prev.Owner, Caller: by.Name, Op: "acquire"}
+		}
+		if delayLeft > 0 {
+			return tokens.Grant{}, &tokens.LockDelayError{Name: name, Holder: prev.Holder, Epoch: prev.Epoch,
+				Left: time.Duration(delayLeft) * time.Millisecond}
 		}
 		g.Previous = &prev
 	case err != nil:
@@ -96,7 +103,7 @@ func (s *Store) acquire(ctx context.Context, name, holder string, ttlMS int64, b
 		return tokens.Grant{}, fmt.Errorf("database granted epoch %d over lease epoch %d", epoch, base)
 	}
 
-	g.Lease, err = scanLease(name, tx.QueryRow(ctx, s.q.leaseGrant, name, holder, epoch, ttlMS, by.Name))
+	g.Lease, err = scanLease(name, tx.QueryRow(ctx, s.q.leaseGrant, name, holder, epoch, ttlMS, by.Name, delayMS))
 	if err != nil {
 		return tokens.Grant{}, fmt.Errorf("grant lease: %w", err)
 	}
@@ -174,6 +181,33 @@ func (s *Store) Release(ctx context.Context, name, holder string, epoch int64, b
 	return s.lost(ctx, "release", name, holder, epoch, by)
 }
 
+// Mark returns the HWM of resource and the life of the lease of that name
+// in one statement, on the database's clock; see tokens.Store. Left is
+// counted from the start of the statement, which is after the call, and
+// rounded down to the microsecond. Like Current, it runs once more on a
+// fresh connection when its pooled one turns out broken.
+func (s *Store) Mark(ctx context.Context, resource string) (tokens.Mark, error) {
+	if err := tokens.ValidateResource(resource); err != nil {
+		return tokens.Mark{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return tokens.Mark{}, &tokens.UnavailableError{Op: "mark", Resource: resource, Err: err}
+	}
+	var (
+		m      tokens.Mark
+		leftUS int64
+	)
+	err := pgretry.QueryRow(ctx, s.pool, s.q.mark, []any{resource}, &m.HWM, &m.Lease.Epoch, &leftUS, &m.Lease.Released)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return tokens.Mark{}, nil
+	case err != nil:
+		return tokens.Mark{}, &tokens.UnavailableError{Op: "mark", Resource: resource, Err: err}
+	}
+	m.Lease.Left = time.Duration(leftUS) * time.Microsecond
+	return m, nil
+}
+
 // Lease returns the state of lease name, Held decided by the database's
 // clock, or tokens.ErrLeaseNotFound if it was never acquired. A failure of
 // the database returns an *tokens.UnavailableError.
@@ -221,14 +255,17 @@ func (s *Store) lost(ctx context.Context, op, name, holder string, epoch int64, 
 	return &tokens.LeaseLostError{Name: name, Holder: holder, Epoch: epoch, Current: cur, Reason: reason}
 }
 
-// scanLease reads the leaseColumns of lease name from row.
-func scanLease(name string, row pgx.Row) (tokens.Lease, error) {
+// scanLease reads the leaseColumns of lease name from row, and then into
+// more the columns that follow them.
+func scanLease(name string, row pgx.Row, more ...any) (tokens.Lease, error) {
 	l := tokens.Lease{Name: name}
-	var ttlMS int64
-	if err := row.Scan(&l.Holder, &l.Epoch, &ttlMS, &l.ExpiresAt, &l.Held, &l.Owner); err != nil {
+	var ttlMS, delayMS int64
+	dest := append([]any{&l.Holder, &l.Epoch, &ttlMS, &l.ExpiresAt, &l.Held, &l.Owner, &delayMS}, more...)
+	if err := row.Scan(dest...); err != nil {
 		return tokens.Lease{}, err
 	}
 	l.TTL = time.Duration(ttlMS) * time.Millisecond
+	l.LockDelay = time.Duration(delayMS) * time.Millisecond
 	l.ExpiresAt = l.ExpiresAt.UTC()
 	return l, nil
 }

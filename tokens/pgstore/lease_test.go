@@ -41,7 +41,7 @@ func TestConcurrentAcquireTwoPools(t *testing.T) {
 			deadline := time.Now().Add(60 * time.Second)
 			for i := 0; i < each; {
 				c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				g, err := s.Acquire(c, name, holder, time.Second, tokens.Caller{})
+				g, err := s.Acquire(c, name, holder, tokens.Terms{TTL: time.Second}, tokens.Caller{})
 				cancel()
 				var held *tokens.LeaseHeldError
 				switch {
@@ -135,7 +135,7 @@ func TestLeaseStoreDown(t *testing.T) {
 	cl := testpg.Require(t)
 	dsn := cl.NewDatabase(t)
 	s := open(t, dsn)
-	g, err := s.Acquire(ctx(t, 30*time.Second), "l", "node-a", time.Minute, tokens.Caller{})
+	g, err := s.Acquire(ctx(t, 30*time.Second), "l", "node-a", tokens.Terms{TTL: time.Minute}, tokens.Caller{})
 	if err != nil {
 		t.Fatalf("Acquire: %v", err)
 	}
@@ -152,7 +152,7 @@ func TestLeaseStoreDown(t *testing.T) {
 			return err
 		}},
 		{"Acquire", func(c context.Context) error {
-			_, err := s.Acquire(c, "l", "node-b", time.Second, tokens.Caller{})
+			_, err := s.Acquire(c, "l", "node-b", tokens.Terms{TTL: time.Second}, tokens.Caller{})
 			return err
 		}},
 		{"Release", func(c context.Context) error { return s.Release(c, "l", "node-a", g.Epoch, tokens.Caller{}) }},
@@ -177,7 +177,7 @@ func TestLeaseStoreDown(t *testing.T) {
 	if err != nil || l.Epoch != g.Epoch || !l.Held {
 		t.Fatalf("Renew after restart = %+v, %v", l, err)
 	}
-	_, err = s.Acquire(ctx(t, 30*time.Second), "l", "node-b", time.Second, tokens.Caller{})
+	_, err = s.Acquire(ctx(t, 30*time.Second), "l", "node-b", tokens.Terms{TTL: time.Second}, tokens.Caller{})
 	var held *tokens.LeaseHeldError
 	if !errors.As(err, &held) || held.Holder != "node-a" || held.Epoch != g.Epoch {
 		t.Fatalf("Acquire by another holder after restart = %v, want *LeaseHeldError", err)
@@ -191,7 +191,7 @@ func TestDeadlinesOnDatabaseClock(t *testing.T) {
 	dsn := testpg.Shared(t).NewDatabase(t)
 	s := open(t, dsn)
 	c := ctx(t, 30*time.Second)
-	g, err := s.Acquire(c, "l", "node-a", time.Hour, tokens.Caller{})
+	g, err := s.Acquire(c, "l", "node-a", tokens.Terms{TTL: time.Hour}, tokens.Caller{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +212,7 @@ func TestDeadlinesOnDatabaseClock(t *testing.T) {
 	if !errors.As(err, &lost) || lost.Reason != "expired" || lost.Current.Epoch != g.Epoch {
 		t.Fatalf("Renew after the deadline = %v, want *LeaseLostError expired", err)
 	}
-	b, err := s.Acquire(c, "l", "node-b", time.Second, tokens.Caller{})
+	b, err := s.Acquire(c, "l", "node-b", tokens.Terms{TTL: time.Second}, tokens.Caller{})
 	if err != nil || b.Epoch != g.Epoch+1 || b.Previous == nil || b.Previous.Held {
 		t.Fatalf("takeover = %+v, %v", b, err)
 	}
@@ -229,7 +229,7 @@ func TestEpochExhausted(t *testing.T) {
 	s := open(t, dsn)
 	c := ctx(t, 30*time.Second)
 	mustAdvance(t, s, "top", math.MaxInt64)
-	_, err := s.Acquire(c, "top", "node-a", time.Second, tokens.Caller{})
+	_, err := s.Acquire(c, "top", "node-a", tokens.Terms{TTL: time.Second}, tokens.Caller{})
 	var exhausted *tokens.EpochExhaustedError
 	if !errors.As(err, &exhausted) || exhausted.Epoch != math.MaxInt64 {
 		t.Fatalf("Acquire over HWM 2^63-1 = %v, want *tokens.EpochExhaustedError", err)
@@ -241,11 +241,11 @@ func TestEpochExhausted(t *testing.T) {
 
 	// A lease whose own epoch is the highest.
 	mustAdvance(t, s, "near", math.MaxInt64-1)
-	g, err := s.Acquire(c, "near", "node-a", time.Second, tokens.Caller{})
+	g, err := s.Acquire(c, "near", "node-a", tokens.Terms{TTL: time.Second}, tokens.Caller{})
 	if err != nil || g.Epoch != math.MaxInt64 {
 		t.Fatalf("Acquire over HWM 2^63-2 = %+v, %v", g, err)
 	}
-	_, err = s.Acquire(c, "near", "node-a", time.Second, tokens.Caller{})
+	_, err = s.Acquire(c, "near", "node-a", tokens.Terms{TTL: time.Second}, tokens.Caller{})
 	if !errors.As(err, &exhausted) || exhausted.Name != "near" || exhausted.Epoch != math.MaxInt64 {
 		t.Fatalf("Acquire over lease epoch 2^63-1 = %v, want *tokens.EpochExhaustedError", err)
 	}
@@ -273,12 +273,12 @@ func TestMigrateFromV1(t *testing.T) {
 	sql(t, dsn, "INSERT INTO fencegw_hwm (resource, epoch) VALUES ('old', 40), ('leased', 7)")
 
 	s := open(t, dsn)
-	if got := queryInt(t, dsn, "SELECT max(version) FROM fencegw_schema_version"); got != 4 {
-		t.Fatalf("schema version = %d, want 4", got)
+	if got := queryInt(t, dsn, "SELECT max(version) FROM fencegw_schema_version"); got != 5 {
+		t.Fatalf("schema version = %d, want 5", got)
 	}
 	mustCurrent(t, s, "old", 40)
 	mustAdvance(t, s, "old", 1000)
-	g, err := s.Acquire(ctx(t, 30*time.Second), "leased", "node-a", time.Minute, tokens.Caller{})
+	g, err := s.Acquire(ctx(t, 30*time.Second), "leased", "node-a", tokens.Terms{TTL: time.Minute}, tokens.Caller{})
 	if err != nil || g.Epoch != 8 || g.Previous != nil {
 		t.Fatalf("Acquire over a v1 HWM of 7 = %+v, %v; want epoch 8", g, err)
 	}
@@ -288,8 +288,8 @@ func TestMigrateFromV1(t *testing.T) {
 		t.Fatalf("Advance(leased, 9) = %v, want *EpochNotIssuedError issued 8", err)
 	}
 	open(t, dsn) // already at the latest version: no DDL
-	if got := queryInt(t, dsn, "SELECT count(*) FROM fencegw_schema_version"); got != 4 {
-		t.Fatalf("schema version rows = %d, want 4", got)
+	if got := queryInt(t, dsn, "SELECT count(*) FROM fencegw_schema_version"); got != 5 {
+		t.Fatalf("schema version rows = %d, want 5", got)
 	}
 }
 
@@ -299,25 +299,25 @@ func TestMigrateFromV1(t *testing.T) {
 func TestMigrateFromV3(t *testing.T) {
 	dsn := testpg.Shared(t).NewDatabase(t)
 	old := open(t, dsn)
-	g, err := old.Acquire(ctx(t, 30*time.Second), "lease", "node-a", time.Minute, tokens.Caller{})
+	g, err := old.Acquire(ctx(t, 30*time.Second), "lease", "node-a", tokens.Terms{TTL: time.Minute}, tokens.Caller{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	old.Close()
 	// Take the schema back to version 3, as an earlier fencegw left it.
-	sql(t, dsn, "ALTER TABLE fencegw_lease DROP COLUMN owner")
-	sql(t, dsn, "DELETE FROM fencegw_schema_version WHERE version = 4")
+	sql(t, dsn, "ALTER TABLE fencegw_lease DROP COLUMN owner, DROP COLUMN lock_delay_ms, DROP COLUMN released")
+	sql(t, dsn, "DELETE FROM fencegw_schema_version WHERE version >= 4")
 
 	s := open(t, dsn)
-	if got := queryInt(t, dsn, "SELECT max(version) FROM fencegw_schema_version"); got != 4 {
-		t.Fatalf("schema version = %d, want 4", got)
+	if got := queryInt(t, dsn, "SELECT max(version) FROM fencegw_schema_version"); got != 5 {
+		t.Fatalf("schema version = %d, want 5", got)
 	}
 	c := ctx(t, 30*time.Second)
 	l, err := s.Renew(c, "lease", "node-a", g.Epoch, tokens.Caller{Name: "key-two"})
 	if err != nil || l.Owner != "" || l.Epoch != g.Epoch {
 		t.Fatalf("renew of a v3 lease = %+v, %v; want it unowned", l, err)
 	}
-	k, err := s.Acquire(c, "lease", "node-a", time.Minute, tokens.Caller{Name: "key-one"})
+	k, err := s.Acquire(c, "lease", "node-a", tokens.Terms{TTL: time.Minute}, tokens.Caller{Name: "key-one"})
 	if err != nil || k.Owner != "key-one" || k.Epoch != g.Epoch+1 {
 		t.Fatalf("re-acquire of a v3 lease = %+v, %v", k, err)
 	}
@@ -334,7 +334,7 @@ func TestAdvanceAfterGrantKeepsIssued(t *testing.T) {
 	s := open(t, dsn)
 	c := ctx(t, 30*time.Second)
 	mustAdvance(t, s, "l", 3)
-	g, err := s.Acquire(c, "l", "node-a", time.Minute, tokens.Caller{})
+	g, err := s.Acquire(c, "l", "node-a", tokens.Terms{TTL: time.Minute}, tokens.Caller{})
 	if err != nil || g.Epoch != 4 {
 		t.Fatalf("Acquire = %+v, %v", g, err)
 	}
@@ -375,7 +375,7 @@ func TestAdvanceRacesGrants(t *testing.T) {
 	errc := make(chan error, 8)
 	// The first grant comes before any Advance, which could otherwise
 	// admit any epoch while no lease has been granted.
-	first, err := s1.Acquire(ctx(t, 30*time.Second), name, "node-a", time.Second, tokens.Caller{})
+	first, err := s1.Acquire(ctx(t, 30*time.Second), name, "node-a", tokens.Terms{TTL: time.Second}, tokens.Caller{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -388,7 +388,7 @@ func TestAdvanceRacesGrants(t *testing.T) {
 		defer wg.Done()
 		defer close(done)
 		for range grantsWanted - 1 {
-			g, err := s1.Acquire(context.Background(), name, "node-a", time.Second, tokens.Caller{})
+			g, err := s1.Acquire(context.Background(), name, "node-a", tokens.Terms{TTL: time.Second}, tokens.Caller{})
 			if err != nil {
 				errc <- fmt.Errorf("Acquire: %w", err)
 				return

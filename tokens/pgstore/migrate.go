@@ -65,6 +65,14 @@ CREATE TABLE ` + o.ident(leaseTable) + ` (
 		// constant default rewrites no rows.
 		return `ALTER TABLE ` + o.ident(leaseTable) + ` ADD COLUMN owner text COLLATE "C" NOT NULL DEFAULT ''`
 	},
+	func(o *options) string {
+		// Lock-delay: each grant's own (0: none), and whether it ended by
+		// a release while live (a clean end, which skips the delay).
+		// Grants made before this version have none.
+		return `ALTER TABLE ` + o.ident(leaseTable) + `
+	ADD COLUMN lock_delay_ms bigint NOT NULL DEFAULT 0 CHECK (lock_delay_ms >= 0),
+	ADD COLUMN released boolean NOT NULL DEFAULT false`
+	},
 }
 
 // migrate brings the schema to the latest version in one transaction under

@@ -8,6 +8,10 @@ type queries struct {
 	current string
 	// marks reads the HWM and the highest issued epoch of $1.
 	marks string
+	// mark reads the HWM of $1 and the life of the lease of that name:
+	// its epoch (0: none), microseconds left (0 once it ended), and
+	// whether it was released.
+	mark string
 	// advance raises the HWM of $1 to $2 unless $2 is below it or above
 	// the highest issued epoch (when one was issued), returning the new
 	// HWM; it returns no row when it refuses.
@@ -18,14 +22,15 @@ type queries struct {
 	// placeholder that the same transaction overwrites with leaseGrant, so
 	// no other session ever sees its values; it locks the name meanwhile.
 	leaseCreate string
-	// leaseLock reads lease $1 and locks its row.
+	// leaseLock reads lease $1 and locks its row, and the milliseconds its
+	// lock-delay still runs (0 or less: none).
 	leaseLock string
 	// fenceGrant raises the HWM of $1 to max(HWM+1, $2) and records it as
 	// the highest issued epoch, returning it; it locks the HWM row, and
 	// returns no row when the HWM is already 2^63-1.
 	fenceGrant string
 	// leaseGrant gives lease $1 to holder $2 at epoch $3 for ttl_ms $4,
-	// owned by $5.
+	// owned by $5, with lock_delay_ms $6.
 	leaseGrant string
 	// leaseGet reads lease $1.
 	leaseGet string
@@ -34,7 +39,8 @@ type queries struct {
 	// owned by $4.
 	renew string
 	// release ends lease $1 of holder $2 at epoch $3 now, unless it ended,
-	// if caller $4 may use it (as for renew, $5 admin).
+	// if caller $4 may use it (as for renew, $5 admin); a release of a
+	// live lease marks it released.
 	release string
 
 	// keyKeep stores key $2 under name $1 unless one is stored there.
@@ -48,7 +54,12 @@ const maxEpoch = "9223372036854775807"
 
 // leaseColumns are the columns scanLease reads, Held computed by the
 // database in the same statement.
-const leaseColumns = `holder, epoch, ttl_ms, expires_at, expires_at > now(), owner`
+const leaseColumns = `holder, epoch, ttl_ms, expires_at, expires_at > now(), owner, lock_delay_ms`
+
+// delayLeftMS is the SQL of how many milliseconds a lease's lock-delay
+// still runs (0 or less: none): only after a lapse that was no release.
+const delayLeftMS = `CASE WHEN released OR expires_at > now() THEN 0
+	ELSE ceil(extract(epoch FROM expires_at + lock_delay_ms * interval '1 millisecond' - now()) * 1000)::bigint END`
 
 // mayUse is the SQL of tokens.Caller.MayUse for caller $4, admin $5.
 const mayUse = `($5::boolean OR owner = '' OR owner = $4::text)`
@@ -61,6 +72,12 @@ func newQueries(o *options) queries {
 
 		current: `SELECT epoch FROM ` + hwm + ` WHERE resource = $1`,
 		marks:   `SELECT epoch, issued FROM ` + hwm + ` WHERE resource = $1`,
+		// floor: Left is a lower bound. GREATEST: 0 once it ended.
+		mark: `SELECT h.epoch, coalesce(l.epoch, 0),
+	coalesce(floor(extract(epoch FROM GREATEST(l.expires_at, now()) - now()) * 1000000)::bigint, 0),
+	coalesce(l.released, false)
+FROM ` + hwm + ` h LEFT JOIN ` + lease + ` l ON l.name = h.resource
+WHERE h.resource = $1`,
 		advance: `INSERT INTO ` + hwm + ` AS h (resource, epoch) VALUES ($1, $2)
 ON CONFLICT (resource) DO UPDATE SET epoch = EXCLUDED.epoch, updated_at = now()
 WHERE h.epoch <= EXCLUDED.epoch AND (h.issued = 0 OR EXCLUDED.epoch <= h.issued)
@@ -70,7 +87,7 @@ RETURNING h.epoch`,
 VALUES ($1, $2, 1, $3, '-infinity', now())
 ON CONFLICT (name) DO NOTHING
 RETURNING true`,
-		leaseLock: `SELECT ` + leaseColumns + ` FROM ` + lease + ` WHERE name = $1 FOR UPDATE`,
+		leaseLock: `SELECT ` + leaseColumns + `, ` + delayLeftMS + ` FROM ` + lease + ` WHERE name = $1 FOR UPDATE`,
 		// ON CONFLICT evaluates its WHERE before SET, so h.epoch + 1 never
 		// overflows; a concurrent first insert of the row is waited for and
 		// then updated, so no raw Advance can slip a higher HWM in.
@@ -81,7 +98,7 @@ WHERE h.epoch < ` + maxEpoch + `
 RETURNING h.epoch`,
 		leaseGrant: `UPDATE ` + lease + `
 SET holder = $2, epoch = $3, ttl_ms = $4, expires_at = now() + $4::bigint * interval '1 millisecond', granted_at = now(),
-	owner = $5
+	owner = $5, lock_delay_ms = $6, released = false
 WHERE name = $1
 RETURNING ` + leaseColumns,
 		leaseGet: `SELECT ` + leaseColumns + ` FROM ` + lease + ` WHERE name = $1`,
@@ -91,7 +108,9 @@ RETURNING ` + leaseColumns,
 SET expires_at = GREATEST(expires_at, now() + ttl_ms * interval '1 millisecond')
 WHERE name = $1 AND holder = $2 AND epoch = $3 AND expires_at > now() AND ` + mayUse + `
 RETURNING ` + leaseColumns,
-		release: `UPDATE ` + lease + ` SET expires_at = LEAST(expires_at, now())
+		// Every SET expression sees the row as it was: released records
+		// whether it was live when released.
+		release: `UPDATE ` + lease + ` SET expires_at = LEAST(expires_at, now()), released = released OR expires_at > now()
 WHERE name = $1 AND holder = $2 AND epoch = $3 AND ` + mayUse,
 	}
 }

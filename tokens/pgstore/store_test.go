@@ -165,7 +165,7 @@ func TestWithSchema(t *testing.T) {
 	// The default schema holds a separate table.
 	mustCurrent(t, open(t, dsn), "r", 0)
 	// So do leases.
-	if g, err := s.Acquire(ctx(t, 30*time.Second), "r", "node-a", time.Minute, tokens.Caller{}); err != nil || g.Epoch != 8 {
+	if g, err := s.Acquire(ctx(t, 30*time.Second), "r", "node-a", tokens.Terms{TTL: time.Minute}, tokens.Caller{}); err != nil || g.Epoch != 8 {
 		t.Fatalf("Acquire in schema %q = %+v, %v; want epoch 8", schema, g, err)
 	}
 	leases := pgx.Identifier{schema, "fencegw_lease"}.Sanitize()

@@ -12,12 +12,13 @@ import (
 )
 
 // RunLeases runs the lease contract suite: the seed's lease semantics, fence
-// on grant, the refusal of epochs never issued, exhausted epochs, and the
-// binding of each grant to the caller that acquired it. The cases written
+// on grant, the refusal of epochs never issued, exhausted epochs, the
+// binding of each grant to the caller that acquired it, and exclusive
+// epochs (fence on expiry and release, lock-delay). The cases written
 // before owners existed run with the anonymous caller throughout, so they
 // also show that without owners nothing changed.
 func RunLeases(t *testing.T, fresh func(t *testing.T) Factory) {
-	runCases(t, fresh, []contractCase{
+	runCases(t, fresh, append([]contractCase{
 		{"AcquireFree", testAcquireFree},
 		{"AcquireHeldByAnother", testAcquireHeld},
 		{"AcquireAgainRaisesEpoch", testAcquireAgain},
@@ -40,7 +41,7 @@ func RunLeases(t *testing.T, fresh func(t *testing.T) Factory) {
 		{"UnownedLeases", testUnownedLeases},
 		{"OwnerSurvivesRestartAndReplicas", testOwnerDurable},
 		{"InvalidCaller", testInvalidCaller},
-	})
+	}, lifeCases...))
 }
 
 // anon is the anonymous caller: no name, no admin rights. Its grants are
@@ -56,7 +57,7 @@ func mustAcquire(t *testing.T, s tokens.Store, name, holder string, ttl time.Dur
 // included.
 func mustAcquireBy(t *testing.T, s tokens.Store, name, holder string, ttl time.Duration, by tokens.Caller) tokens.Grant {
 	t.Helper()
-	g, err := s.Acquire(ctx(t), name, holder, ttl, by)
+	g, err := s.Acquire(ctx(t), name, holder, tokens.Terms{TTL: ttl}, by)
 	if err != nil {
 		t.Fatalf("Acquire(%q, %q) by %+v: %v", name, holder, by, err)
 	}
@@ -98,7 +99,7 @@ func acquireWhenExpiredBy(t *testing.T, s tokens.Store, name, holder string, ttl
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		g, err := s.Acquire(ctx(t), name, holder, ttl, by)
+		g, err := s.Acquire(ctx(t), name, holder, tokens.Terms{TTL: ttl}, by)
 		if err == nil {
 			return g
 		}
@@ -128,7 +129,7 @@ func testAcquireFree(t *testing.T, f Factory) {
 func testAcquireHeld(t *testing.T, f Factory) {
 	s := f(t)
 	mustAcquire(t, s, "lease", "node-a", 15*time.Second)
-	_, err := s.Acquire(ctx(t), "lease", "node-b", 15*time.Second, anon)
+	_, err := s.Acquire(ctx(t), "lease", "node-b", tokens.Terms{TTL: 15 * time.Second}, anon)
 	MustBeHeld(t, err, "node-a", 1)
 	mustCurrent(t, s, "lease", 1)
 }
@@ -179,7 +180,7 @@ func testExpiryAndTakeover(t *testing.T, f Factory) {
 	mustBeStale(t, s, "sweeper", a.Epoch, b.Epoch)
 	_, err := s.Renew(ctx(t), "sweeper", "node-a", a.Epoch, anon)
 	MustBeLost(t, err)
-	_, err = s.Acquire(ctx(t), "sweeper", "node-a", time.Second, anon)
+	_, err = s.Acquire(ctx(t), "sweeper", "node-a", tokens.Terms{TTL: time.Second}, anon)
 	MustBeHeld(t, err, "node-b", b.Epoch)
 }
 
@@ -265,11 +266,11 @@ func testInvalidLeaseRequests(t *testing.T, f Factory) {
 		{"l", "a", 500 * time.Millisecond},
 		{"l", "a", tokens.MaxLeaseTTL + time.Second},
 	} {
-		if _, err := s.Acquire(ctx(t), c.name, c.holder, c.ttl, anon); !errors.Is(err, tokens.ErrInvalidLease) {
+		if _, err := s.Acquire(ctx(t), c.name, c.holder, tokens.Terms{TTL: c.ttl}, anon); !errors.Is(err, tokens.ErrInvalidLease) {
 			t.Fatalf("Acquire(%q, %q, %s) = %v, want ErrInvalidLease", c.name, c.holder, c.ttl, err)
 		}
 	}
-	if _, err := s.Acquire(ctx(t), "", "a", time.Second, anon); !errors.Is(err, tokens.ErrInvalidResource) {
+	if _, err := s.Acquire(ctx(t), "", "a", tokens.Terms{TTL: time.Second}, anon); !errors.Is(err, tokens.ErrInvalidResource) {
 		t.Fatalf("Acquire with empty name = %v", err)
 	}
 	if _, err := s.Renew(ctx(t), "l", "a", 0, anon); !errors.Is(err, tokens.ErrInvalidLease) {
@@ -294,7 +295,7 @@ func testConcurrentAcquire(t *testing.T, f Factory) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			g, err := s.Acquire(ctx(t), "race", fmt.Sprintf("node-%d", i), 15*time.Second, anon)
+			g, err := s.Acquire(ctx(t), "race", fmt.Sprintf("node-%d", i), tokens.Terms{TTL: 15 * time.Second}, anon)
 			var held *tokens.LeaseHeldError
 			switch {
 			case err == nil:
@@ -327,7 +328,7 @@ func testLeaseSurvivesRestart(t *testing.T, f Factory) {
 	if err != nil || l.Epoch != g.Epoch || l.Holder != "node-a" || !l.Held {
 		t.Fatalf("after restart: %+v, %v", l, err)
 	}
-	_, err = s2.Acquire(ctx(t), "durable-lease", "node-b", time.Second, anon)
+	_, err = s2.Acquire(ctx(t), "durable-lease", "node-b", tokens.Terms{TTL: time.Second}, anon)
 	MustBeHeld(t, err, "node-a", g.Epoch)
 	if _, err := s2.Renew(ctx(t), "durable-lease", "node-a", g.Epoch, anon); err != nil {
 		t.Fatalf("renew after restart: %v", err)
@@ -341,7 +342,7 @@ func testLeaseShared(t *testing.T, f Factory) {
 		return
 	}
 	g := mustAcquire(t, s1, "shared-lease", "node-a", 15*time.Second)
-	_, err := s2.Acquire(ctx(t), "shared-lease", "node-b", 15*time.Second, anon)
+	_, err := s2.Acquire(ctx(t), "shared-lease", "node-b", tokens.Terms{TTL: 15 * time.Second}, anon)
 	MustBeHeld(t, err, "node-a", g.Epoch)
 	if _, err := s2.Renew(ctx(t), "shared-lease", "node-a", g.Epoch, anon); err != nil {
 		t.Fatalf("renew through another client: %v", err)
@@ -373,7 +374,7 @@ func testEpochExhausted(t *testing.T, f Factory) {
 	}
 	mustAdvance(t, s, "top", math.MaxInt64)
 	for _, by := range []tokens.Caller{anon, {Name: "k1"}, {Name: "ops", Admin: true}} {
-		_, err := s.Acquire(ctx(t), "top", "node-a", 15*time.Second, by)
+		_, err := s.Acquire(ctx(t), "top", "node-a", tokens.Terms{TTL: 15 * time.Second}, by)
 		mustExhausted(t, err, "top")
 	}
 	if _, err := s.Lease(ctx(t), "top"); !errors.Is(err, tokens.ErrLeaseNotFound) {
@@ -389,7 +390,7 @@ func testEpochExhausted(t *testing.T, f Factory) {
 	if g.Epoch != math.MaxInt64 {
 		t.Fatalf("grant over HWM 2^63-2 = epoch %d", g.Epoch)
 	}
-	_, err := s.Acquire(ctx(t), "near", "node-a", 15*time.Second, anon)
+	_, err := s.Acquire(ctx(t), "near", "node-a", tokens.Terms{TTL: 15 * time.Second}, anon)
 	mustExhausted(t, err, "near")
 	if _, err := s.Renew(ctx(t), "near", "node-a", g.Epoch, anon); err != nil {
 		t.Fatalf("renew at 2^63-1: %v", err)
@@ -397,7 +398,7 @@ func testEpochExhausted(t *testing.T, f Factory) {
 	if err := s.Release(ctx(t), "near", "node-a", g.Epoch, anon); err != nil {
 		t.Fatalf("release at 2^63-1: %v", err)
 	}
-	_, err = s.Acquire(ctx(t), "near", "node-b", 15*time.Second, anon)
+	_, err = s.Acquire(ctx(t), "near", "node-b", tokens.Terms{TTL: 15 * time.Second}, anon)
 	mustExhausted(t, err, "near")
 	l, err := s.Lease(ctx(t), "near")
 	if err != nil || l.Epoch != math.MaxInt64 || l.Holder != "node-a" || l.Held {

@@ -108,11 +108,11 @@ func testAcquireOwned(t *testing.T, f Factory) {
 	g := mustAcquireBy(t, s, "lease", "node-a", 15*time.Second, keyOne)
 	// Naming the live holder does not make another key its owner.
 	for _, by := range []tokens.Caller{keyTwo, anon} {
-		_, err := s.Acquire(ctx(t), "lease", "node-a", 15*time.Second, by)
+		_, err := s.Acquire(ctx(t), "lease", "node-a", tokens.Terms{TTL: 15 * time.Second}, by)
 		mustBeOwned(t, err, "lease", keyOne.Name, by)
 	}
 	// Another holder is held off as ever.
-	_, err := s.Acquire(ctx(t), "lease", "node-b", 15*time.Second, keyTwo)
+	_, err := s.Acquire(ctx(t), "lease", "node-b", tokens.Terms{TTL: 15 * time.Second}, keyTwo)
 	MustBeHeld(t, err, "node-a", g.Epoch)
 	mustLease(t, s, "lease", "node-a", g.Epoch, keyOne.Name, true)
 	mustCurrent(t, s, "lease", g.Epoch)
@@ -121,7 +121,7 @@ func testAcquireOwned(t *testing.T, f Factory) {
 	if a.Epoch != g.Epoch+1 || a.Previous == nil || a.Previous.Owner != keyOne.Name {
 		t.Fatalf("admin's re-acquire = %+v previous %+v", a.Lease, a.Previous)
 	}
-	_, err = s.Acquire(ctx(t), "lease", "node-a", 15*time.Second, keyOne)
+	_, err = s.Acquire(ctx(t), "lease", "node-a", tokens.Terms{TTL: 15 * time.Second}, keyOne)
 	mustBeOwned(t, err, "lease", admin.Name, keyOne)
 	_, err = s.Renew(ctx(t), "lease", "node-a", g.Epoch, keyOne)
 	MustBeLost(t, err)
@@ -187,7 +187,7 @@ func testOwnerDurable(t *testing.T, f Factory) {
 	}
 	s3 := f(t)
 	mustBeOwned(t, s3.Release(ctx(t), "durable-owner", "node-a", g.Epoch, keyTwo), "durable-owner", keyOne.Name, keyTwo)
-	_, err = s3.Acquire(ctx(t), "durable-owner", "node-a", 15*time.Second, keyTwo)
+	_, err = s3.Acquire(ctx(t), "durable-owner", "node-a", tokens.Terms{TTL: 15 * time.Second}, keyTwo)
 	mustBeOwned(t, err, "durable-owner", keyOne.Name, keyTwo)
 	if _, err := s3.Renew(ctx(t), "durable-owner", "node-a", g.Epoch, keyOne); err != nil {
 		t.Fatalf("owner's renew through another client: %v", err)
@@ -198,7 +198,7 @@ func testOwnerDurable(t *testing.T, f Factory) {
 func testInvalidCaller(t *testing.T, f Factory) {
 	s := f(t)
 	for _, by := range []tokens.Caller{{Name: "a\x00b"}, {Name: "a\nb"}, {Name: "\xff"}, {Name: string(make([]byte, tokens.MaxOwnerLen+1))}} {
-		if _, err := s.Acquire(ctx(t), "l", "a", time.Second, by); !errors.Is(err, tokens.ErrInvalidLease) {
+		if _, err := s.Acquire(ctx(t), "l", "a", tokens.Terms{TTL: time.Second}, by); !errors.Is(err, tokens.ErrInvalidLease) {
 			t.Fatalf("Acquire by %q = %v, want ErrInvalidLease", by.Name, err)
 		}
 		if _, err := s.Renew(ctx(t), "l", "a", 1, by); !errors.Is(err, tokens.ErrInvalidLease) {
