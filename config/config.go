@@ -40,6 +40,10 @@ type Config struct {
 	// included: the window in which a write admitted at one epoch may still
 	// reach the upstream after a higher epoch was admitted.
 	UpstreamTimeout Duration `yaml:"upstream_timeout"`
+	// LockDelay is the lock-delay of grants whose acquire names none: after
+	// such a grant lapses (expires rather than being released), the lease
+	// is granted to nobody for this long. 0 (the default) turns it off.
+	LockDelay Duration `yaml:"lock_delay"`
 	// MaxBodyBytes caps request bodies (0: no cap).
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
 	// MaxHeaderBytes caps request headers.

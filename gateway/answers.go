@@ -36,8 +36,14 @@ func leaseProblem(err error) Problem {
 		lost      *tokens.LeaseLostError
 		owned     *tokens.LeaseOwnedError
 		exhausted *tokens.EpochExhaustedError
+		delayed   *tokens.LockDelayError
 	)
 	switch {
+	case errors.As(err, &delayed):
+		p := KindLockDelay.problem(delayed.Error() + "; retry after it ends")
+		p.Holder, p.CurrentEpoch = delayed.Holder, epochPtr(delayed.Epoch)
+		p.retryAfter = max(int(math.Ceil(delayed.Left.Seconds())), 1)
+		return p
 	case errors.As(err, &owned):
 		// Not retryable: the grant stays the owner's until it lapses or
 		// is released, and this key may not act for it.

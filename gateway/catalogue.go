@@ -30,11 +30,18 @@ const (
 	TypeLeaseLost        = "urn:fencegw:problem:lease-lost"
 	TypeLeaseOwned       = "urn:fencegw:problem:lease-owned"
 	TypeEpochExhausted   = "urn:fencegw:problem:epoch-exhausted"
-	TypeBadRequest       = "urn:fencegw:problem:bad-request"
-	TypeUnauthorized     = "urn:fencegw:problem:unauthorized"
-	TypeForbidden        = "urn:fencegw:problem:forbidden"
-	TypeInternal         = "urn:fencegw:problem:internal"
-	TypeDraining         = "urn:fencegw:problem:draining"
+	// TypeLockDelay (409): the lease's last grant lapsed without a release
+	// less than its lock-delay ago; Retry-After says when it ends.
+	TypeLockDelay = "urn:fencegw:problem:lock-delay"
+	// TypeSuperseded (412): the write was admitted, but a write at a newer
+	// epoch to the same resource was admitted through this replica before
+	// it was forwarded; nothing of it was forwarded.
+	TypeSuperseded   = "urn:fencegw:problem:superseded"
+	TypeBadRequest   = "urn:fencegw:problem:bad-request"
+	TypeUnauthorized = "urn:fencegw:problem:unauthorized"
+	TypeForbidden    = "urn:fencegw:problem:forbidden"
+	TypeInternal     = "urn:fencegw:problem:internal"
+	TypeDraining     = "urn:fencegw:problem:draining"
 	// TypeBadFraming (400): the request broke HTTP/1.1 message framing
 	// (Content-Length with Transfer-Encoding, several Content-Lengths, bare
 	// LF or CR, obs-fold, a bad chunk...); nothing of it was forwarded.
@@ -64,6 +71,7 @@ type ProblemKind struct {
 // The catalogue. Every answer the gateway gives itself is one of these.
 var (
 	KindStaleEpoch       = ProblemKind{TypeStaleEpoch, "Stale fencing epoch", http.StatusPreconditionFailed, tokens.DecisionStale, 0}
+	KindSuperseded       = ProblemKind{TypeSuperseded, "Superseded before forwarding", http.StatusPreconditionFailed, tokens.DecisionStale, 0}
 	KindTokenRequired    = ProblemKind{TypeTokenRequired, "Fencing token required", http.StatusPreconditionRequired, tokens.DecisionMissing, 0}
 	KindMalformedToken   = ProblemKind{TypeMalformedToken, "Malformed fencing token", http.StatusBadRequest, tokens.DecisionInvalid, 0}
 	KindUnauthenticated  = ProblemKind{TypeUnauthenticated, "Fencing token not authentic", http.StatusUnauthorized, tokens.DecisionForged, 0}
@@ -86,6 +94,7 @@ var (
 	KindLeaseLost      = ProblemKind{TypeLeaseLost, "Lease not held", http.StatusConflict, "", 0}
 	KindLeaseOwned     = ProblemKind{TypeLeaseOwned, "Lease owned by another API key", http.StatusForbidden, "", 0}
 	KindEpochExhausted = ProblemKind{TypeEpochExhausted, "Epoch space exhausted", http.StatusConflict, "", 0}
+	KindLockDelay      = ProblemKind{TypeLockDelay, "Lease in its lock-delay", http.StatusConflict, "", 0}
 	KindNotFound       = ProblemKind{TypeNotFound, "Not found", http.StatusNotFound, "", 0}
 	KindNotAllowed     = ProblemKind{TypeMethodNotAllowed, "Method not allowed", http.StatusMethodNotAllowed, "", 0}
 	KindBadRequest     = ProblemKind{TypeBadRequest, "Bad request", http.StatusBadRequest, "", 0}
@@ -98,10 +107,10 @@ var (
 // ProblemKinds returns the whole catalogue (openapi.yaml is checked
 // against it).
 func ProblemKinds() []ProblemKind {
-	return []ProblemKind{KindStaleEpoch, KindTokenRequired, KindMalformedToken, KindUnauthenticated, KindWrongResource,
+	return []ProblemKind{KindStaleEpoch, KindSuperseded, KindTokenRequired, KindMalformedToken, KindUnauthenticated, KindWrongResource,
 		KindEpochNotIssued, KindBadResource, KindStoreUnavailable, KindBadPath, KindBadMethod, KindNoRoute, KindBodyTooLarge,
 		KindBadFraming, KindHeadTooLarge, KindCodingUnknown, KindUpstream, KindUpstreamSlow, KindLeaseHeld, KindLeaseLost,
-		KindLeaseOwned, KindEpochExhausted, KindNotFound, KindNotAllowed, KindBadRequest, KindUnauthorized, KindForbidden,
+		KindLeaseOwned, KindEpochExhausted, KindLockDelay, KindNotFound, KindNotAllowed, KindBadRequest, KindUnauthorized, KindForbidden,
 		KindInternal, KindDraining}
 }
 
@@ -160,7 +169,7 @@ func problemOf(err error) Problem {
 	}
 	switch {
 	case isA[*tokens.LeaseHeldError](err), isA[*tokens.LeaseLostError](err), isA[*tokens.LeaseOwnedError](err),
-		isA[*tokens.EpochExhaustedError](err):
+		isA[*tokens.EpochExhaustedError](err), isA[*tokens.LockDelayError](err):
 		return leaseProblem(err)
 	case errors.Is(err, policy.ErrBadMethod):
 		return KindBadMethod.problem(err.Error())

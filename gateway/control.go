@@ -43,6 +43,9 @@ type ControlOptions struct {
 	// Draining, once true, makes /readyz answer 503 so load balancers stop
 	// sending traffic while in-flight requests finish.
 	Draining *atomic.Bool
+	// LockDelay is the lock-delay of grants whose acquire names none
+	// (0: none); see tokens.Terms.
+	LockDelay time.Duration
 }
 
 // NewControlAPI returns the control API handler, served on its own listener:

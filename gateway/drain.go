@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"sync"
 
@@ -176,13 +177,16 @@ func writeDrainError(w http.ResponseWriter, r *http.Request, a Admission, err er
 			"when the exchange deadline passed; nothing of this write was forwarded", ctxErr)
 	}
 	p := problemOf(err)
+	if stale, ok := errors.AsType[*tokens.StaleEpochError](err); ok {
+		// Admitted, then superseded: not the fence's refusal of a stale
+		// epoch, whose write never took effect.
+		p = KindSuperseded.problem("a write at a newer epoch to this resource was admitted while this one was on its way; nothing of it was forwarded")
+		p.CurrentEpoch = epochPtr(stale.Current)
+	}
 	if rt, ok := RouteFrom(r.Context()); ok {
 		p.Route = rt.Name
 	}
 	p.Resource, p.PresentedEpoch = a.Resource, epochPtr(a.Epoch)
-	if p.Decision() == tokens.DecisionStale {
-		p.Detail = "a write at a newer epoch to this resource was admitted while this one was on its way; nothing of it was forwarded"
-	}
 	writeProblem(w, r, p)
 }
 

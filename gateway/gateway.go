@@ -34,8 +34,9 @@ type Options struct {
 // New returns the proxy handler: on connections of a GuardListener the
 // answer to requests that broke framing (see guarded), then path check and
 // route matching, the body limit, the fencing decision, the exchange
-// deadline, the drain of earlier epochs' writes, small bodies read whole,
-// and the reverse proxy, in that order. Every method reaches the
+// deadline, the drain of earlier epochs' writes, the delivery deadline of
+// writes on leased resources, small bodies read whole, and the reverse
+// proxy, in that order. Every method reaches the
 // chain; routes decide which are fenced.
 func New(o Options) http.Handler {
 	if o.Logger == nil {
@@ -49,6 +50,7 @@ func New(o Options) http.Handler {
 	}
 	var h http.Handler = NewProxy(o.Observer.Transport(routeTransport{o.Transport}), o.Logger)
 	h = smallBodies(proxyErrorHandler(o.Logger))(h)
+	h = DeliverBeforeLapse(h)
 	h = DrainEarlierEpochs(o.Fence.Cached)(h)
 	if o.UpstreamTimeout > 0 {
 		h = Deadline(o.UpstreamTimeout)(h)
@@ -131,6 +133,9 @@ func smallBodies(fail func(http.ResponseWriter, *http.Request, error)) func(http
 			}
 			b := make([]byte, r.ContentLength)
 			if _, err := io.ReadFull(r.Body, b); err != nil {
+				if by := deliverBy(r.Context()); !by.IsZero() && !time.Now().Before(by) {
+					err = fmt.Errorf("%w: %w", cutUnsent, err)
+				}
 				if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
 					err = fmt.Errorf("the client sent %d bytes less than its Content-Length: %w", len(b), err)
 				}

@@ -32,7 +32,9 @@ type LeaseState struct {
 	Epoch      int64     `json:"epoch"`
 	ExpiresAt  time.Time `json:"expires_at"`
 	TTLSeconds float64   `json:"ttl_seconds"`
-	Held       bool      `json:"held"`
+	// LockDelaySeconds is the grant's lock-delay; absent when none.
+	LockDelaySeconds float64 `json:"lock_delay_seconds,omitempty"`
+	Held             bool    `json:"held"`
 	// Owner is the name (never the secret) of the API key that acquired
 	// the grant; absent when the grant is unowned (no api_keys).
 	Owner          string     `json:"owner,omitempty"`
@@ -43,6 +45,8 @@ type LeaseState struct {
 type acquireRequest struct {
 	Holder     *string  `json:"holder"`
 	TTLSeconds *float64 `json:"ttl_seconds"`
+	// LockDelaySeconds overrides the configured lock_delay for this grant.
+	LockDelaySeconds *float64 `json:"lock_delay_seconds"`
 }
 
 type holderRequest struct {
@@ -78,12 +82,19 @@ func (c *control) acquire(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, r, fmt.Sprintf("ttl_seconds must be above 0 and at most %d", int(tokens.MaxLeaseTTL.Seconds())))
 		return
 	}
-	ttl := time.Duration(ttlf * float64(time.Second))
+	terms := tokens.Terms{TTL: time.Duration(ttlf * float64(time.Second)), LockDelay: c.LockDelay}
+	if d := req.LockDelaySeconds; d != nil {
+		if *d < 0 || math.IsNaN(*d) || *d > tokens.MaxLockDelay.Seconds() {
+			badRequest(w, r, fmt.Sprintf("lock_delay_seconds must be from 0 to %d", int(tokens.MaxLockDelay.Seconds())))
+			return
+		}
+		terms.LockDelay = time.Duration(*d * float64(time.Second))
+	}
 	by, ok := c.caller(w, r)
 	if !ok {
 		return
 	}
-	g, err := c.Fence.Acquire(r.Context(), name, *req.Holder, tokens.Terms{TTL: ttl}, by)
+	g, err := c.Fence.Acquire(r.Context(), name, *req.Holder, terms, by)
 	if err != nil {
 		c.leaseError(w, r, "acquire", name, err)
 		return
@@ -197,7 +208,7 @@ func (c *control) writeLease(w http.ResponseWriter, r *http.Request, l tokens.Le
 
 func leaseState(l tokens.Lease) LeaseState {
 	return LeaseState{Name: l.Name, Holder: l.Holder, Epoch: l.Epoch, ExpiresAt: l.ExpiresAt.UTC(),
-		TTLSeconds: l.TTL.Seconds(), Held: l.Held, Owner: l.Owner}
+		TTLSeconds: l.TTL.Seconds(), LockDelaySeconds: l.LockDelay.Seconds(), Held: l.Held, Owner: l.Owner}
 }
 
 // leaseError answers a lease operation's error (see problemOf), logging

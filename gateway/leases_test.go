@@ -69,7 +69,9 @@ func TestLeaseLifecycle(t *testing.T) {
 			up := newUpstream(t)
 			g := newGatewayWith(t, b.fresh(t)(t), up, gatewayOptions{}, leaseRoutes...)
 
-			a := leaseOf(t, g.acquire(t, "invoice-sweeper", "node-a", 1))
+			// 2s: etcd tells a lease's life in whole seconds, rounded
+			// down, so a 1s grant has no writable time on it.
+			a := leaseOf(t, g.acquire(t, "invoice-sweeper", "node-a", 2))
 			if a.Epoch != 1 || a.Holder != "node-a" || !a.Held || a.Token == "" || a.TokenExpiresAt == nil {
 				t.Fatalf("acquire = %+v", a)
 			}

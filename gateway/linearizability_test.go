@@ -34,7 +34,7 @@ type fenceInput struct {
 }
 
 type fenceOutput struct {
-	outcome string // "admitted", "stale", "unknown" for writes; "value" for reads
+	outcome string // "admitted", "stale", "superseded", "unavailable", "unknown" for writes; "value" for reads
 	current int64  // the current epoch a 412 named, or the value read
 }
 
@@ -74,7 +74,7 @@ var fenceModel = porcupine.NondeterministicModel{
 			if in.epoch < hwm && out.current > in.epoch && out.current <= hwm {
 				return []any{hwm}
 			}
-		case "unknown", "unavailable":
+		case "unknown", "unavailable", "superseded":
 			if in.epoch >= hwm {
 				return []any{hwm, in.epoch}
 			}
@@ -175,9 +175,14 @@ func writeFence(c *http.Client, g *gw, res string, epoch int64, id string) fence
 		return fenceOutput{outcome: "admitted"}
 	case http.StatusPreconditionFailed:
 		var p struct {
-			Current int64 `json:"current_epoch"`
+			Type    string `json:"type"`
+			Current int64  `json:"current_epoch"`
 		}
 		json.Unmarshal(body, &p)
+		if p.Type == gateway.TypeSuperseded {
+			// Admitted (the HWM may have moved), then not forwarded.
+			return fenceOutput{outcome: "superseded"}
+		}
 		return fenceOutput{outcome: "stale", current: p.Current}
 	case http.StatusServiceUnavailable:
 		// The store could not confirm: the HWM may or may not have moved,
@@ -253,7 +258,7 @@ func check(t *testing.T, h *history, up *recordingUpstream) {
 			if len(got) != 1 || got[0] != want {
 				t.Errorf("admitted write %s reached the upstream as %v, want once with epoch %s", id, got, want)
 			}
-		case "stale", "unavailable":
+		case "stale", "unavailable", "superseded":
 			if len(got) != 0 {
 				t.Errorf("%s write %s reached the upstream %v", out.outcome, id, got)
 			}

@@ -19,10 +19,14 @@ import (
 type routeTransport struct{ def http.RoundTripper }
 
 func (t routeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	next := t.def
 	if rt, ok := RouteFrom(req.Context()); ok && rt.Transport != nil {
-		return rt.Transport.RoundTrip(req)
+		next = rt.Transport
 	}
-	return t.def.RoundTrip(req)
+	if _, ok := next.(*Transport); ok {
+		return next.RoundTrip(req) // cuts at the delivery deadline itself
+	}
+	return roundTripBefore(next, req)
 }
 
 // NewProxy returns the reverse proxy behind the fencing middleware. It sends
@@ -96,6 +100,13 @@ func proxyErrorHandler(log *slog.Logger) func(http.ResponseWriter, *http.Request
 			log.LogAttrs(r.Context(), slog.LevelWarn, "request framing violated mid-body", slog.String("route", rt.Name), slog.String("remote", r.RemoteAddr),
 				slog.Int("status", fe.Status), slog.String("error", fe.Detail))
 			writeFramingProblem(w, r, fe)
+			return
+		}
+		if a, ok := AdmissionFrom(r.Context()); ok && errors.Is(err, errDeliveryCut) {
+			log.LogAttrs(r.Context(), slog.LevelWarn, "write cut: its lease ran out before it was delivered whole",
+				slog.String("route", rt.Name), slog.String("resource", a.Resource), slog.Int64("epoch", a.Epoch),
+				slog.String("error", err.Error()))
+			writeLapsed(w, r, a, !errors.Is(err, errNothingSent))
 			return
 		}
 		if errors.Is(err, context.Canceled) && errors.Is(r.Context().Err(), context.Canceled) {

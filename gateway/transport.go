@@ -121,7 +121,7 @@ func (t *Transport) CloseIdleConnections() {
 // RoundTrip sends req and returns the upstream's response; see Transport.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.URL.Scheme != "http" || req.Header.Get("Expect") != "" || isUpgrade(req.Header) {
-		return t.std.RoundTrip(req)
+		return roundTripBefore(t.std, req)
 	}
 	addr := req.URL.Host
 	if req.URL.Port() == "" {
@@ -208,14 +208,30 @@ func (c *upstreamConn) exchange(req *http.Request, headerTimeout time.Duration) 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	// A write on a leased resource must be on the wire before its grant
+	// may lapse: no byte of it is written after that moment, and a write
+	// still sending then fails and its connection is closed.
+	by := deliverBy(ctx)
+	if !by.IsZero() {
+		if !time.Now().Before(by) {
+			return nil, cutUnsent
+		}
+		c.conn.SetWriteDeadline(by)
+	}
 	stop := context.AfterFunc(ctx, func() { c.conn.SetDeadline(aLongTimeAgo) })
 	if err := req.Write(c.bw); err != nil {
 		stop()
-		return nil, c.ctxErr(ctx, fmt.Errorf("write request to %s: %w", c.addr, err))
+		return nil, cutAfter(by, c.ctxErr(ctx, fmt.Errorf("write request to %s: %w", c.addr, err)))
 	}
 	if err := c.bw.Flush(); err != nil {
 		stop()
-		return nil, c.ctxErr(ctx, fmt.Errorf("write request to %s: %w", c.addr, err))
+		return nil, cutAfter(by, c.ctxErr(ctx, fmt.Errorf("write request to %s: %w", c.addr, err)))
+	}
+	if !by.IsZero() {
+		c.conn.SetWriteDeadline(time.Time{})
+		if ctx.Err() != nil { // the abort may have come before the reset
+			c.conn.SetDeadline(aLongTimeAgo)
+		}
 	}
 	if headerTimeout > 0 {
 		c.conn.SetReadDeadline(time.Now().Add(headerTimeout))

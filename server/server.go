@@ -137,7 +137,7 @@ func New(ctx context.Context, c config.Config, o Options) (s *Server, err error)
 	}
 	s.control = gateway.NewControlAPI(gateway.ControlOptions{Fence: s.fence, Logger: s.log, Issuer: s.auth,
 		JWKS: s.auth.Keys.JWKS, Keys: apiKeys(c), Observer: s.obs, Metrics: metrics, Draining: &s.draining,
-		Pprof: c.Telemetry.Pprof})
+		Pprof: c.Telemetry.Pprof, LockDelay: c.LockDelay.D()})
 	return s, nil
 }
 

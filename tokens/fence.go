@@ -244,14 +244,18 @@ func (f *Fence) admitShared(ctx context.Context, st *resourceState, resource str
 		if err != nil {
 			return time.Time{}, err
 		}
-		// Admitted. Whether the resource is leased, and its grant live,
-		// takes a confirmation: another replica may have granted it.
-	}
-	r, err := f.confirms.Do(ctx, resource)
-	if err != nil {
-		if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
-			return time.Time{}, &UnavailableError{Op: "confirm", Resource: resource, Err: err}
+		// Admitted at the advance. Whether the resource is leased, and
+		// its grant live, takes a read: another replica may have granted
+		// it.
+		r, err := f.confirm(ctx, resource)
+		if err != nil {
+			return time.Time{}, err
 		}
+		raise(&st.hwm, r.HWM)
+		return f.afterAdvance(resource, epoch, r)
+	}
+	r, err := f.confirm(ctx, resource)
+	if err != nil {
 		return time.Time{}, err
 	}
 	raise(&st.hwm, r.HWM)
@@ -267,6 +271,36 @@ func (f *Fence) admitShared(ctx context.Context, st *resourceState, resource str
 		if err != nil {
 			return time.Time{}, err
 		}
+	}
+	return f.deliverBy(resource, epoch, r)
+}
+
+// confirm is a coalesced linearizable read of resource's Mark that started
+// after the call.
+func (f *Fence) confirm(ctx context.Context, resource string) (markRead, error) {
+	r, err := f.confirms.Do(ctx, resource)
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil && errors.Is(err, ctxErr) {
+			return markRead{}, &UnavailableError{Op: "confirm", Resource: resource, Err: err}
+		}
+		return markRead{}, err
+	}
+	return r, nil
+}
+
+// afterAdvance decides on the lease of resource for a write at epoch that
+// an advance of the store admitted, from the read r that followed it. The
+// advance is the admission's linearization point, so r's HWM, which may
+// have risen since, does not refuse it. On a resource leased when the
+// advance ran, the advance changed nothing (no epoch passes the highest
+// issued, and every grant raises the HWM to it), so a refusal by the lease
+// is sound; r alone cannot tell whether a grant above epoch came before
+// the advance or after it, and then the outcome is unknown: the write is
+// not forwarded and the caller gets an *UnavailableError.
+func (f *Fence) afterAdvance(resource string, epoch int64, r markRead) (time.Time, error) {
+	if l := r.Lease; l.Leased() && l.Epoch > epoch {
+		return time.Time{}, &UnavailableError{Op: "confirm", Resource: resource,
+			Err: fmt.Errorf("a lease was granted at epoch %d while epoch %d was admitted; the write is not forwarded", l.Epoch, epoch)}
 	}
 	return f.deliverBy(resource, epoch, r)
 }

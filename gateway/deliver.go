@@ -1,0 +1,128 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptrace"
+	"sync/atomic"
+	"time"
+
+	"github.com/fencegw/fencegw/tokens"
+)
+
+// errDeliveryCut marks a write on a leased resource that was not delivered
+// whole before its grant may have lapsed (Admission.DeliverBy): its body
+// was cut and the upstream connection closed, so the upstream received
+// none or part of it, never all.
+var errDeliveryCut = errors.New("the lease lapsed before the write was delivered whole")
+
+// errNothingSent joins errDeliveryCut when the cut came before any of the
+// write was sent to the upstream.
+var errNothingSent = errors.New("nothing of the write was sent")
+
+// cutUnsent is the error of a write cut before any of it was sent.
+var cutUnsent = fmt.Errorf("%w: %w", errDeliveryCut, errNothingSent)
+
+// deliverBy is when the request's admitted write must be delivered whole
+// by; the zero Time when no lease bounds it.
+func deliverBy(ctx context.Context) time.Time {
+	a, _ := AdmissionFrom(ctx)
+	return a.DeliverBy
+}
+
+// DeliverBeforeLapse is middleware for writes on leased resources: a write
+// whose grant may have lapsed by now (see Admission.DeliverBy) is refused
+// with 412 and nothing forwarded, and the client's body must arrive before
+// that moment: reading it is cut then. The transports cut what is still
+// being sent to the upstream at that moment (see Transport); the proxy
+// answers a cut write with 412 as well.
+func DeliverBeforeLapse(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a, ok := AdmissionFrom(r.Context())
+		if !ok || a.DeliverBy.IsZero() {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if !time.Now().Before(a.DeliverBy) {
+			writeLapsed(w, r, a, false)
+			return
+		}
+		by := a.DeliverBy
+		if d, ok := r.Context().Deadline(); ok && d.Before(by) {
+			by = d
+		}
+		// Not every ResponseWriter supports it (httptest recorders); the
+		// transports still cut at DeliverBy.
+		_ = http.NewResponseController(w).SetReadDeadline(by)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// cutAfter marks err, a failure to send the request, as a delivery cut
+// when it came at or after by (a set DeliverBy).
+func cutAfter(by time.Time, err error) error {
+	if by.IsZero() || time.Now().Before(by) || errors.Is(err, errDeliveryCut) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", errDeliveryCut, err)
+}
+
+// roundTripBefore sends req through rt, a transport whose connections this
+// package does not hold (TLS and HTTP/2 upstreams, upgrades): when req's
+// write must be delivered by a moment (see deliverBy) and is not written
+// whole by then, the exchange is cancelled, which closes its connection.
+// The instant the write completes is learned from httptrace's
+// WroteRequest, so a write finished within microseconds of the moment may
+// still be reported cut.
+func roundTripBefore(rt http.RoundTripper, req *http.Request) (*http.Response, error) {
+	by := deliverBy(req.Context())
+	if by.IsZero() {
+		return rt.RoundTrip(req)
+	}
+	if !time.Now().Before(by) {
+		closeBody(req)
+		return nil, cutUnsent
+	}
+	ctx, cancel := context.WithCancelCause(req.Context())
+	var wrote atomic.Bool
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(info httptrace.WroteRequestInfo) {
+		if info.Err == nil {
+			wrote.Store(true)
+		}
+	}})
+	timer := time.AfterFunc(time.Until(by), func() {
+		if !wrote.Load() {
+			cancel(errDeliveryCut)
+		}
+	})
+	resp, err := rt.RoundTrip(req.WithContext(ctx))
+	if err != nil {
+		timer.Stop()
+		cancel(nil)
+		if !wrote.Load() {
+			return nil, cutAfter(by, err)
+		}
+		return nil, err
+	}
+	// The response body reads under ctx: it is released when the
+	// request's own context ends.
+	return resp, nil
+}
+
+// writeLapsed answers a write on a leased resource whose grant may have
+// lapsed before it was delivered whole: 412, a stale epoch. forwarded says
+// whether part of it had been sent.
+func writeLapsed(w http.ResponseWriter, r *http.Request, a Admission, forwarded bool) {
+	how := "before the write was forwarded; nothing of it was sent"
+	if forwarded {
+		how = "before the write was delivered whole; the upstream connection was cut, and it did not receive all of it"
+	}
+	p := problemOf(&tokens.StaleEpochError{Resource: a.Resource, Presented: a.Epoch, Current: a.Epoch,
+		Reason: fmt.Sprintf("the lease granted at epoch %d ran out %s", a.Epoch, how)})
+	if rt, ok := RouteFrom(r.Context()); ok {
+		p.Route = rt.Name
+	}
+	writeProblem(w, r, p)
+}
