@@ -180,3 +180,76 @@ func TestSeedTimelineWithProcesses(t *testing.T) {
 	}
 	t.Logf("upstream: %d writes from node-a (all before the takeover), %d from node-b", fromA, fromB)
 }
+
+// TestSeedTimelineRealDurations plays the seed's timeline at its own
+// scale: leases of 15 s, renew deadline 10 s, retry 2 s; node-a pauses
+// from t=1 to t=21 (SIGSTOP, SIGCONT) while node-b campaigns. node-a's
+// write when it wakes is refused with 412, and nothing of node-a's reaches
+// the upstream after t=15, when its lease lapsed.
+func TestSeedTimelineRealDurations(t *testing.T) {
+	var mu sync.Mutex
+	var arrivals []arrival
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		arrivals = append(arrivals, arrival{r.Header.Get("X-Holder"), r.Header.Get("Fencing-Epoch"), time.Now()})
+		mu.Unlock()
+		w.WriteHeader(http.StatusCreated)
+	}))
+	defer up.Close()
+	gw := start(t, "--store", filepath.Join(t.TempDir(), "s.db"), "--signed-route", "/w/="+up.URL)
+	seed := []string{"--lease-duration", "15s", "--renew-deadline", "10s", "--retry", "2s"}
+
+	a := startLeader(t, gw.api, gw.proxy+"/w/send", "node-a", 200*time.Millisecond, seed...)
+	lead := a.await(t, "node-a leading at epoch 1", is("leading", 1))
+	t0 := time.UnixMilli(int64(lead["at"].(float64))) // the grant came before: its lease lapses by t0+15s
+	b := startLeader(t, gw.api, gw.proxy+"/w/send", "node-b", 200*time.Millisecond, seed...)
+	// t=1: node-a pauses between jobs, right after a write returned.
+	time.Sleep(time.Until(t0.Add(800 * time.Millisecond)))
+	writes := func() int {
+		n := 0
+		for _, ev := range a.snapshot() {
+			if ev["event"] == "write" {
+				n++
+			}
+		}
+		return n
+	}
+	seen := writes()
+	a.await(t, "node-a's next write", func(map[string]any) bool { return writes() > seen })
+	if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	b.await(t, "node-b's takeover at epoch 2", is("leading", 2))
+	time.Sleep(time.Until(t0.Add(21 * time.Second)))
+	if err := a.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	a.await(t, "node-a's write at t=21 refused with 412", func(ev map[string]any) bool {
+		return ev["event"] == "write" && ev["epoch"] == 1.0 && ev["status"] == 412.0
+	})
+	time.Sleep(500 * time.Millisecond)
+
+	mu.Lock()
+	defer mu.Unlock()
+	lapse := t0.Add(15 * time.Second)
+	var fromA, fromB int
+	for _, w := range arrivals {
+		switch w.holder {
+		case "node-a":
+			fromA++
+			if !w.at.Before(lapse) {
+				t.Errorf("node-a's write reached the upstream at t=%s, after its lease lapsed at t=15s", w.at.Sub(t0))
+			}
+		case "node-b":
+			fromB++
+			if w.epoch != "2" || w.at.Before(lapse) {
+				t.Errorf("node-b wrote at epoch %s at t=%s", w.epoch, w.at.Sub(t0))
+			}
+		}
+	}
+	if fromA == 0 || fromB == 0 {
+		t.Fatalf("writes: %d from node-a, %d from node-b", fromA, fromB)
+	}
+	t.Logf("upstream: %d writes from node-a, all before t=15s; %d from node-b at epoch 2, from t=15s", fromA, fromB)
+}
