@@ -11,11 +11,17 @@
 //   - a method the route does not fence passes through;
 //   - a fenced request without a Fencing-Token header gets 428;
 //   - a token that does not parse, or a resource that cannot be named, 400;
-//   - an epoch below the resource's high-water mark, 412;
+//   - an epoch below the resource's high-water mark, 412; on a leased
+//     resource also an epoch whose grant lapsed or was released, 412;
 //   - a store that cannot confirm the admission, 503 with Retry-After;
+//   - an admitted request waits for this replica's writes at lower epochs
+//     to the resource (DrainEarlierEpochs), 412 superseded when a higher
+//     epoch was admitted meanwhile;
 //   - an admitted request streams to the upstream with Fencing-Token removed
-//     and Fencing-Epoch and Fencing-Resource set; an upstream that cannot be
-//     reached answers 502, one that does not answer in time 504.
+//     and Fencing-Epoch and Fencing-Resource set; on a leased resource it
+//     must be delivered whole before its grant may lapse, or it is cut (412,
+//     DeliverBeforeLapse); an upstream that cannot be reached answers 502,
+//     one that does not answer in time 504.
 //
 // Every answer the gateway gives itself is an RFC 9457 problem document.
 package gateway

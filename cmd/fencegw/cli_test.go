@@ -51,6 +51,10 @@ func TestLeaseAndTokenCommands(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &l); err != nil || l.Epoch != 1 || l.Token == "" {
 		t.Fatalf("lease acquire printed %q: %v", out, err)
 	}
+	if out, stderr, code := runCLI(t, "lease", "acquire", "delayed", "--holder", "node-a", "--lock-delay", "5s", "--api", gw.api); code != 0 ||
+		!strings.Contains(out, `"lock_delay_seconds":5`) {
+		t.Fatalf("lease acquire --lock-delay: %d %s %s", code, out, stderr)
+	}
 	if _, stderr, code := runCLI(t, "lease", "acquire", "jobs", "--holder", "node-b", "--api", gw.api); code != 1 ||
 		!strings.Contains(stderr, "409") || !strings.Contains(stderr, "node-a") {
 		t.Fatalf("acquire while held: %d %s", code, stderr)

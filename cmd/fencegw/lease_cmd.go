@@ -14,7 +14,7 @@ import (
 )
 
 const leaseUsage = `Usage:
-  fencegw lease acquire NAME --holder H [--ttl 15s]
+  fencegw lease acquire NAME --holder H [--ttl 15s] [--lock-delay 5s]
   fencegw lease renew   NAME --holder H --epoch E
   fencegw lease release NAME --holder H --epoch E
   fencegw lease get     NAME
@@ -45,17 +45,24 @@ func leaseCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	api := addAPIFlags(fs, true)
 	holder := fs.String("holder", "", "the lease holder's `name`")
 	ttl := fs.Duration("ttl", 15*time.Second, "lease `duration` (acquire)")
+	lockDelay := fs.Duration("lock-delay", 0, "after the grant lapses unreleased, nobody gets it for this `duration` (acquire; default: the gateway's lock_delay)")
 	epoch := fs.Int64("epoch", 0, "the `epoch` held (renew, release)")
 	if err := fs.Parse(args[2:]); err != nil {
 		return 2
 	}
+	req := apiclient.LeaseRequest{Holder: *holder, TTL: *ttl, Epoch: *epoch}
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "lock-delay" {
+			req.LockDelay = lockDelay
+		}
+	})
 	c, err := api.client(apiTimeout)
 	if err != nil {
 		fmt.Fprintf(stderr, "fencegw lease %s: %v\n", op, err)
 		return 2
 	}
 	defer c.Close()
-	a, err := c.Lease(ctx, op, name, apiclient.LeaseRequest{Holder: *holder, TTL: *ttl, Epoch: *epoch})
+	a, err := c.Lease(ctx, op, name, req)
 	if err != nil {
 		fmt.Fprintf(stderr, "fencegw lease %s: %v\n", op, err)
 		return 1

@@ -28,12 +28,16 @@ func IsLeaseOp(op string) bool {
 	return false
 }
 
-// LeaseRequest is what a lease operation sends: Holder and TTL for an
-// acquire, Holder and Epoch for a renew or release, nothing for a get.
+// LeaseRequest is what a lease operation sends: Holder, TTL and maybe
+// LockDelay for an acquire, Holder and Epoch for a renew or release,
+// nothing for a get.
 type LeaseRequest struct {
 	Holder string
 	TTL    time.Duration
-	Epoch  int64
+	// LockDelay, when set, is the grant's lock-delay; otherwise the
+	// gateway's configured lock_delay applies.
+	LockDelay *time.Duration
+	Epoch     int64
 }
 
 // Lease calls lease operation op on the lease name and returns the answer,
@@ -42,7 +46,11 @@ func (c *Client) Lease(ctx context.Context, op, name string, r LeaseRequest) (An
 	path := "/v1/leases/" + url.PathEscape(name)
 	switch op {
 	case OpAcquire:
-		return c.Do(ctx, http.MethodPost, path+"/"+op, map[string]any{"holder": r.Holder, "ttl_seconds": r.TTL.Seconds()})
+		body := map[string]any{"holder": r.Holder, "ttl_seconds": r.TTL.Seconds()}
+		if r.LockDelay != nil {
+			body["lock_delay_seconds"] = r.LockDelay.Seconds()
+		}
+		return c.Do(ctx, http.MethodPost, path+"/"+op, body)
 	case OpRenew, OpRelease:
 		return c.Do(ctx, http.MethodPost, path+"/"+op, map[string]any{"holder": r.Holder, "epoch": r.Epoch})
 	case OpGet:

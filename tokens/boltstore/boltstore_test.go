@@ -2,9 +2,11 @@ package boltstore_test
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -57,4 +59,44 @@ func TestClosedStoreUnavailable(t *testing.T) {
 
 func TestLeaseContract(t *testing.T) {
 	storetest.RunLeases(t, fresh)
+}
+
+// TestLockDelaySurvivesRestart: a grant that lapsed without a release keeps
+// its lock-delay across a restart of the gateway (the process's monotonic
+// deadlines are gone, the file's wall-clock expiry is kept), and a released
+// one does not get one.
+func TestLockDelaySurvivesRestart(t *testing.T) {
+	f := fresh(t)
+	s := f(t)
+	ctx := context.Background()
+	terms := tokens.Terms{TTL: time.Second, LockDelay: time.Hour}
+	g, err := s.Acquire(ctx, "lapsed", "node-a", terms, tokens.Caller{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Acquire(ctx, "released", "node-a", terms, tokens.Caller{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Release(ctx, "released", "node-a", r.Epoch, tokens.Caller{}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if m, err := s.Mark(ctx, "lapsed"); err != nil || m.Lease.Left == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the 1s grant did not lapse")
+		}
+	}
+	s.Close()
+	s2 := f(t)
+	_, err = s2.Acquire(ctx, "lapsed", "node-b", tokens.Terms{TTL: time.Second}, tokens.Caller{})
+	var d *tokens.LockDelayError
+	if !errors.As(err, &d) || d.Epoch != g.Epoch || d.Left < 50*time.Minute {
+		t.Fatalf("acquire after a restart within the lock-delay = %v, want *LockDelayError of about an hour", err)
+	}
+	if _, err := s2.Acquire(ctx, "released", "node-b", tokens.Terms{TTL: time.Second}, tokens.Caller{}); err != nil {
+		t.Fatalf("acquire of a released lease after a restart: %v", err)
+	}
 }
