@@ -42,6 +42,7 @@ type Store interface {
 	Close() error
 
 	LeaseStore
+	IdempotencyStore
 }
 
 // KeyKeeper is implemented by shared stores that can keep the token

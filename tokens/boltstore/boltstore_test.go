@@ -100,3 +100,7 @@ func TestLockDelaySurvivesRestart(t *testing.T) {
 		t.Fatalf("acquire of a released lease after a restart: %v", err)
 	}
 }
+
+func TestIdempotencyContract(t *testing.T) {
+	storetest.RunIdempotency(t, fresh)
+}

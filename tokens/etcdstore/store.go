@@ -24,6 +24,7 @@ type Store struct {
 	cli    *clientv3.Client   // conn.Client
 	prefix string
 	lives  *lifeCache
+	idem   *idemLeases
 }
 
 var _ tokens.Store = (*Store)(nil)
@@ -42,7 +43,7 @@ func newStore(conn *etcdclient.Handle, prefix string) *Store {
 	if prefix == "" {
 		prefix = DefaultPrefix
 	}
-	return &Store{conn: conn, cli: conn.Client, prefix: prefix, lives: newLifeCache()}
+	return &Store{conn: conn, cli: conn.Client, prefix: prefix, lives: newLifeCache(), idem: &idemLeases{}}
 }
 
 // Current returns the HWM of resource, or 0 if its key is absent, by a

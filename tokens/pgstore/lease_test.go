@@ -454,3 +454,5 @@ func TestAdvanceRacesGrants(t *testing.T) {
 	mustCurrent(t, s1, name, grantsWanted)
 	t.Logf("%d grants, %d admitted advances", len(granted), len(admitted))
 }
+
+func TestIdempotencyContract(t *testing.T) { storetest.RunIdempotency(t, fresh) }

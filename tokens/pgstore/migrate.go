@@ -73,6 +73,19 @@ CREATE TABLE ` + o.ident(leaseTable) + ` (
 	ADD COLUMN lock_delay_ms bigint NOT NULL DEFAULT 0 CHECK (lock_delay_ms >= 0),
 	ADD COLUMN released boolean NOT NULL DEFAULT false`
 	},
+	func(o *options) string {
+		// Idempotency records (Idempotency-Key), purged once expired.
+		return `CREATE TABLE ` + o.ident(idemTable) + ` (
+	resource   text COLLATE "C" NOT NULL,
+	key        text COLLATE "C" NOT NULL,
+	record     bytea NOT NULL,
+	claim      text NOT NULL,
+	state      text NOT NULL,
+	expires_at timestamptz NOT NULL,
+	PRIMARY KEY (resource, key)
+);
+CREATE INDEX ON ` + o.ident(idemTable) + ` (expires_at)`
+	},
 }
 
 // migrate brings the schema to the latest version in one transaction under

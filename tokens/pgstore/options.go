@@ -24,11 +24,15 @@ func WithSchema(schema string) Option {
 // for the resource, 0 if none). The lease table holds one row per lease ever
 // acquired: name, holder, epoch, ttl_ms, expires_at and granted_at, the
 // deadlines on the database's clock, and, from schema version 4, owner (text:
-// the Name of the tokens.Caller that acquired the grant, empty if unowned).
+// the Name of the tokens.Caller that acquired the grant, empty if unowned)
+// and, from version 5, lock_delay_ms and released. The idempotency table
+// (version 6) holds one row per (resource, key) claimed: its record as
+// JSON, the claim and state copied out of it, and expires_at.
 const (
 	hwmTable     = "fencegw_hwm"
 	leaseTable   = "fencegw_lease"
 	keyTable     = "fencegw_key"
+	idemTable    = "fencegw_idempotency"
 	versionTable = "fencegw_schema_version"
 )
 

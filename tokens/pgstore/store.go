@@ -19,6 +19,7 @@ import (
 type Store struct {
 	pool      *pgxpool.Pool
 	q         queries
+	iq        idemQueries
 	closeOnce sync.Once
 }
 
@@ -51,7 +52,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("pgstore: schema: %w", err)
 	}
-	return &Store{pool: pool, q: newQueries(&o)}, nil
+	return &Store{pool: pool, q: newQueries(&o), iq: newIdemQueries(o.ident(idemTable))}, nil
 }
 
 // Current returns the HWM of resource, or 0 if none was recorded. It reads
