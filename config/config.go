@@ -62,6 +62,8 @@ type Config struct {
 	// APIKeys authenticate control API callers. Without any, the control
 	// API serves on loopback addresses only.
 	APIKeys []APIKey `yaml:"api_keys"`
+	// Idempotency tunes at-most-once writes (Idempotency-Key).
+	Idempotency Idempotency `yaml:"idempotency"`
 	// Telemetry tunes what fencegw reports. Exporters are configured by the
 	// standard OTEL_* environment variables, not here.
 	Telemetry Telemetry `yaml:"telemetry"`
@@ -137,6 +139,26 @@ type Route struct {
 	Resource string `yaml:"resource"`
 	// Methods are the fenced methods; POST, PUT, PATCH, DELETE when empty.
 	Methods []string `yaml:"methods"`
+	// Idempotency is off, optional (the default) or required: what the
+	// route does with an Idempotency-Key header on a fenced write.
+	Idempotency string `yaml:"idempotency"`
+}
+
+// The route idempotency modes (routes[].idempotency).
+const (
+	IdempotencyOff      = "off"
+	IdempotencyOptional = "optional"
+	IdempotencyRequired = "required"
+)
+
+// Idempotency tunes at-most-once writes (the Idempotency-Key header).
+type Idempotency struct {
+	// TTL is how long a key's record is kept (and the write not forwarded
+	// again), from its first use.
+	TTL Duration `yaml:"ttl"`
+	// MaxAnswerBytes bounds the upstream answer body kept for replays; a
+	// longer answer is recorded without it and cannot be replayed.
+	MaxAnswerBytes int `yaml:"max_answer_bytes"`
 }
 
 // The route token modes (routes[].tokens).
@@ -164,6 +186,7 @@ func Default() Config {
 		LogLevel:                      "info",
 		LogFormat:                     "json",
 		Telemetry:                     Telemetry{AuditSize: 4096},
+		Idempotency:                   Idempotency{TTL: Duration(24 * time.Hour), MaxAnswerBytes: 64 << 10},
 		Signing: Signing{
 			Issuer:        "fencegw",
 			Audience:      "fencegw",

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -49,6 +50,12 @@ func (c *Config) Validate() error {
 		if d <= 0 {
 			bad(name, "must be a positive duration, got %s", d.D())
 		}
+	}
+	if d := c.Idempotency.TTL.D(); d < time.Minute || d > 30*24*time.Hour {
+		bad("idempotency.ttl", "must be from 1m to 720h, got %s", d)
+	}
+	if n := c.Idempotency.MaxAnswerBytes; n < 0 || n > 1<<20 {
+		bad("idempotency.max_answer_bytes", "must be from 0 to 1048576, got %d", n)
 	}
 	if d := c.LockDelay.D(); d < 0 || d > tokens.MaxLockDelay {
 		bad("lock_delay", "must be from 0 to %s, got %s", tokens.MaxLockDelay, d)
@@ -146,6 +153,11 @@ func (r *Route) validate(at string) []error {
 		if !isMethod(m) {
 			bad(fmt.Sprintf("methods[%d]", j), "%q is not an HTTP method", m)
 		}
+	}
+	switch r.Idempotency {
+	case "", IdempotencyOff, IdempotencyOptional, IdempotencyRequired:
+	default:
+		bad("idempotency", "must be off, optional or required, got %q", r.Idempotency)
 	}
 	return errs
 }

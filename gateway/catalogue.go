@@ -36,12 +36,22 @@ const (
 	// TypeSuperseded (412): the write was admitted, but a write at a newer
 	// epoch to the same resource was admitted through this replica before
 	// it was forwarded; nothing of it was forwarded.
-	TypeSuperseded   = "urn:fencegw:problem:superseded"
-	TypeBadRequest   = "urn:fencegw:problem:bad-request"
-	TypeUnauthorized = "urn:fencegw:problem:unauthorized"
-	TypeForbidden    = "urn:fencegw:problem:forbidden"
-	TypeInternal     = "urn:fencegw:problem:internal"
-	TypeDraining     = "urn:fencegw:problem:draining"
+	TypeSuperseded = "urn:fencegw:problem:superseded"
+	// TypeIdemKeyBad (400): a route that requires an Idempotency-Key got
+	// none, or the key is malformed.
+	TypeIdemKeyBad = "urn:fencegw:problem:bad-idempotency-key"
+	// TypeIdemKeyReused (422): the key was first used with another request.
+	TypeIdemKeyReused = "urn:fencegw:problem:idempotency-key-reused"
+	// TypeIdemInFlight (409): the key's first write is still on its way.
+	TypeIdemInFlight = "urn:fencegw:problem:idempotency-in-flight"
+	// TypeIdemNotReplayable (409): the key's write was forwarded, and its
+	// outcome is unknown or its answer was too long to keep.
+	TypeIdemNotReplayable = "urn:fencegw:problem:idempotency-not-replayable"
+	TypeBadRequest        = "urn:fencegw:problem:bad-request"
+	TypeUnauthorized      = "urn:fencegw:problem:unauthorized"
+	TypeForbidden         = "urn:fencegw:problem:forbidden"
+	TypeInternal          = "urn:fencegw:problem:internal"
+	TypeDraining          = "urn:fencegw:problem:draining"
 	// TypeBadFraming (400): the request broke HTTP/1.1 message framing
 	// (Content-Length with Transfer-Encoding, several Content-Lengths, bare
 	// LF or CR, obs-fold, a bad chunk...); nothing of it was forwarded.
@@ -70,15 +80,20 @@ type ProblemKind struct {
 
 // The catalogue. Every answer the gateway gives itself is one of these.
 var (
-	KindStaleEpoch       = ProblemKind{TypeStaleEpoch, "Stale fencing epoch", http.StatusPreconditionFailed, tokens.DecisionStale, 0}
-	KindSuperseded       = ProblemKind{TypeSuperseded, "Superseded before forwarding", http.StatusPreconditionFailed, tokens.DecisionStale, 0}
-	KindTokenRequired    = ProblemKind{TypeTokenRequired, "Fencing token required", http.StatusPreconditionRequired, tokens.DecisionMissing, 0}
-	KindMalformedToken   = ProblemKind{TypeMalformedToken, "Malformed fencing token", http.StatusBadRequest, tokens.DecisionInvalid, 0}
-	KindUnauthenticated  = ProblemKind{TypeUnauthenticated, "Fencing token not authentic", http.StatusUnauthorized, tokens.DecisionForged, 0}
-	KindWrongResource    = ProblemKind{TypeWrongResource, "Token issued for another resource", http.StatusForbidden, tokens.DecisionForbidden, 0}
-	KindEpochNotIssued   = ProblemKind{TypeEpochNotIssued, "Epoch was never issued", http.StatusForbidden, tokens.DecisionForbidden, 0}
-	KindBadResource      = ProblemKind{TypeBadResource, "Resource cannot be determined", http.StatusBadRequest, tokens.DecisionInvalid, 0}
-	KindStoreUnavailable = ProblemKind{TypeStoreUnavailable, "Fencing store unavailable", http.StatusServiceUnavailable, tokens.DecisionUnavailable, 1}
+	KindStaleEpoch = ProblemKind{TypeStaleEpoch, "Stale fencing epoch", http.StatusPreconditionFailed, tokens.DecisionStale, 0}
+	KindSuperseded = ProblemKind{TypeSuperseded, "Superseded before forwarding", http.StatusPreconditionFailed, tokens.DecisionStale, 0}
+
+	KindIdemKeyBad        = ProblemKind{TypeIdemKeyBad, "Idempotency-Key missing or malformed", http.StatusBadRequest, "", 0}
+	KindIdemKeyReused     = ProblemKind{TypeIdemKeyReused, "Idempotency-Key reused for another request", http.StatusUnprocessableEntity, "", 0}
+	KindIdemInFlight      = ProblemKind{TypeIdemInFlight, "Write with this Idempotency-Key in flight", http.StatusConflict, "", 1}
+	KindIdemNotReplayable = ProblemKind{TypeIdemNotReplayable, "Write with this Idempotency-Key cannot be replayed", http.StatusConflict, "", 0}
+	KindTokenRequired     = ProblemKind{TypeTokenRequired, "Fencing token required", http.StatusPreconditionRequired, tokens.DecisionMissing, 0}
+	KindMalformedToken    = ProblemKind{TypeMalformedToken, "Malformed fencing token", http.StatusBadRequest, tokens.DecisionInvalid, 0}
+	KindUnauthenticated   = ProblemKind{TypeUnauthenticated, "Fencing token not authentic", http.StatusUnauthorized, tokens.DecisionForged, 0}
+	KindWrongResource     = ProblemKind{TypeWrongResource, "Token issued for another resource", http.StatusForbidden, tokens.DecisionForbidden, 0}
+	KindEpochNotIssued    = ProblemKind{TypeEpochNotIssued, "Epoch was never issued", http.StatusForbidden, tokens.DecisionForbidden, 0}
+	KindBadResource       = ProblemKind{TypeBadResource, "Resource cannot be determined", http.StatusBadRequest, tokens.DecisionInvalid, 0}
+	KindStoreUnavailable  = ProblemKind{TypeStoreUnavailable, "Fencing store unavailable", http.StatusServiceUnavailable, tokens.DecisionUnavailable, 1}
 
 	KindBadPath       = ProblemKind{TypeBadPath, "Request path is not clean", http.StatusBadRequest, "", 0}
 	KindBadMethod     = ProblemKind{TypeBadMethod, "Request method is ambiguous", http.StatusBadRequest, "", 0}
@@ -107,7 +122,7 @@ var (
 // ProblemKinds returns the whole catalogue (openapi.yaml is checked
 // against it).
 func ProblemKinds() []ProblemKind {
-	return []ProblemKind{KindStaleEpoch, KindSuperseded, KindTokenRequired, KindMalformedToken, KindUnauthenticated, KindWrongResource,
+	return []ProblemKind{KindStaleEpoch, KindSuperseded, KindIdemKeyBad, KindIdemKeyReused, KindIdemInFlight, KindIdemNotReplayable, KindTokenRequired, KindMalformedToken, KindUnauthenticated, KindWrongResource,
 		KindEpochNotIssued, KindBadResource, KindStoreUnavailable, KindBadPath, KindBadMethod, KindNoRoute, KindBodyTooLarge,
 		KindBadFraming, KindHeadTooLarge, KindCodingUnknown, KindUpstream, KindUpstreamSlow, KindLeaseHeld, KindLeaseLost,
 		KindLeaseOwned, KindEpochExhausted, KindLockDelay, KindNotFound, KindNotAllowed, KindBadRequest, KindUnauthorized, KindForbidden,

@@ -20,13 +20,18 @@ type Admission = tokens.Admission
 // exchange is what the proxy's middleware learn of one request, kept in its
 // context once (by MatchRoute) and filled in as the request goes on, so
 // each step does not copy the request to add a value. Only the request's
-// own handler goroutine writes it, before the proxy forwards.
+// own handler goroutine writes it (the proxy calls its transport there).
 type exchange struct {
 	route     *policy.Route
 	admission Admission
 	admitted  bool
 	// body is the request's whole body when smallBodies read it.
 	body []byte
+	// forwarding is set when the proxy hands the request to a transport:
+	// from then on some of it may have reached the upstream.
+	forwarding bool
+	// answered is set when the upstream's answer head came back.
+	answered bool
 }
 
 // RouteFrom returns the route the request matched, if any.

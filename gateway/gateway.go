@@ -29,12 +29,16 @@ type Options struct {
 	// 30s). It bounds how long
 	// a write admitted at one epoch can still reach the upstream.
 	UpstreamTimeout time.Duration
+	// Idempotency tunes at-most-once writes (see Idempotency); its records
+	// live in the Fence's store.
+	Idempotency IdempotencyOptions
 }
 
 // New returns the proxy handler: on connections of a GuardListener the
 // answer to requests that broke framing (see guarded), then path check and
 // route matching, the body limit, the fencing decision, the exchange
-// deadline, the drain of earlier epochs' writes, the delivery deadline of
+// deadline, at-most-once writes (Idempotency-Key), the drain of earlier
+// epochs' writes, the delivery deadline of
 // writes on leased resources, small bodies read whole, and the reverse
 // proxy, in that order. Every method reaches the
 // chain; routes decide which are fenced.
@@ -52,6 +56,7 @@ func New(o Options) http.Handler {
 	h = smallBodies(proxyErrorHandler(o.Logger))(h)
 	h = DeliverBeforeLapse(h)
 	h = DrainEarlierEpochs(o.Fence.Cached)(h)
+	h = Idempotency(o.Fence.Store(), o.Idempotency, o.Observer, o.Logger)(h)
 	if o.UpstreamTimeout > 0 {
 		h = Deadline(o.UpstreamTimeout)(h)
 	}

@@ -187,6 +187,7 @@ type routeSpec struct {
 	methods          []string
 	strip            bool
 	tokens           policy.TokenMode // raw when empty
+	idempotency      string           // optional when empty
 }
 
 // testAuthority signs and verifies tokens with a fresh Ed25519 key.
@@ -257,7 +258,7 @@ func newGatewayWith(t *testing.T, store tokens.Store, up *upstream, o gatewayOpt
 	sources := map[*config.EpochSource]tokens.EpochSource{}
 	for _, s := range specs {
 		r := config.Route{Prefix: s.prefix, Upstream: up.srv.URL, Tokens: string(s.tokens), StripPrefix: s.strip,
-			Methods: s.methods, Resource: s.resource}
+			Methods: s.methods, Resource: s.resource, Idempotency: s.idempotency}
 		if r.Tokens == "" {
 			r.Tokens = config.TokensRaw
 		}

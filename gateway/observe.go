@@ -55,6 +55,7 @@ type Observer struct {
 	leaseTakeovers     metric.Int64Counter
 	leaseRenewFailures metric.Int64Counter
 	leaseReleases      metric.Int64Counter
+	idempotency        metric.Int64Counter
 	http               *httpMetrics
 	decisionSets       sync.Map // decisionKey -> attribute.Set
 }
@@ -74,7 +75,7 @@ func NewObserver(tp trace.TracerProvider, mp metric.MeterProvider, prop propagat
 	o := &Observer{TracerProvider: tp, MeterProvider: mp, Propagator: prop, Audit: audit,
 		tracer: tp.Tracer(instrumentation)}
 	m := mp.Meter(instrumentation)
-	var errs [7]error
+	var errs [8]error
 	o.decisions, errs[0] = m.Int64Counter("fencegw.decisions",
 		metric.WithDescription("Fencing decisions on fenced writes, by route and decision."))
 	o.storeDuration, errs[1] = m.Float64Histogram("fencegw.store.duration", metric.WithUnit("s"),
@@ -87,6 +88,8 @@ func NewObserver(tp trace.TracerProvider, mp metric.MeterProvider, prop propagat
 		metric.WithDescription("Refused or failed lease renewals."))
 	o.leaseReleases, errs[5] = m.Int64Counter("fencegw.lease.releases", metric.WithDescription("Lease releases."))
 	o.http, errs[6] = newHTTPMetrics(m)
+	o.idempotency, errs[7] = m.Int64Counter("fencegw.idempotency",
+		metric.WithDescription("Fenced writes with an Idempotency-Key (or that needed one), by route and outcome: forwarded, replayed, in_flight, mismatch, not_replayable, freed, unknown, missing, invalid."))
 	for _, err := range errs {
 		if err != nil {
 			return nil, fmt.Errorf("gateway metrics: %w", err)

@@ -78,7 +78,7 @@ func TestProxyPathItem(t *testing.T) {
 	if len(item.Servers) != 1 || len(doc.Servers) != 1 || item.Servers[0].URL == doc.Servers[0].URL {
 		t.Fatalf("%s must have its own server (the proxy listener), not the control API's", proxiedPath)
 	}
-	want := []string{"default", "400", "401", "403", "404", "412", "413", "428", "431", "501", "502", "503", "504"}
+	want := []string{"default", "400", "401", "403", "404", "409", "412", "413", "422", "428", "431", "501", "502", "503", "504"}
 	sort.Strings(want)
 	for _, m := range []string{"GET", "HEAD", "OPTIONS", "TRACE", "POST", "PUT", "PATCH", "DELETE"} {
 		op := item.GetOperation(m)

@@ -20,13 +20,27 @@ type routeTransport struct{ def http.RoundTripper }
 
 func (t routeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	next := t.def
-	if rt, ok := RouteFrom(req.Context()); ok && rt.Transport != nil {
-		next = rt.Transport
+	ex, _ := exchangeFrom(req.Context())
+	if ex != nil && ex.route != nil && ex.route.Transport != nil {
+		next = ex.route.Transport
 	}
+	if ex != nil {
+		ex.forwarding = true
+	}
+	var resp *http.Response
+	var err error
 	if _, ok := next.(*Transport); ok {
-		return next.RoundTrip(req) // cuts at the delivery deadline itself
+		resp, err = next.RoundTrip(req) // cuts at the delivery deadline itself
+	} else {
+		resp, err = roundTripBefore(next, req)
 	}
-	return roundTripBefore(next, req)
+	if ex != nil {
+		ex.answered = err == nil
+		if errors.Is(err, errNothingSent) {
+			ex.forwarding = false
+		}
+	}
+	return resp, err
 }
 
 // NewProxy returns the reverse proxy behind the fencing middleware. It sends

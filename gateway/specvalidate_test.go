@@ -423,7 +423,7 @@ func TestSpecCheckerCatchesViolations(t *testing.T) {
 		{"proxy: right 412", true, problem(412, stale), "POST", "/r/x", "", ""},
 		{"proxy: 412 without current_epoch", true, problem(412, strings.Replace(stale, `,"current_epoch":2`, "", 1)), "POST", "/r/x", "", "response body doesn't match"},
 		{"proxy: 503 without Retry-After", true, problem(503, `{"type":"urn:fencegw:problem:store-unavailable","title":"t","status":503,"route":"/r/","resource":"r","presented_epoch":1}`), "POST", "/r/x", "", "Retry-After"},
-		{"proxy: undocumented problem status", true, problem(409, held), "POST", "/r/x", "", "lists no 409 answer"},
+		{"proxy: undocumented problem status", true, problem(410, strings.Replace(held, "409", "410", 1)), "POST", "/r/x", "", "lists no 410 answer"},
 		{"proxy: custom method is post", true, problem(412, stale), "PURGE", "/r/x", "", ""},
 		{"proxy: HEAD problem", true, problem(404, `{"type":"urn:fencegw:problem:no-route","title":"t","status":400}`), "HEAD", "/r/x", "", "response body doesn't match"},
 		{"proxy: upstream answer not checked", true, answer(500, "text/plain", "upstream broke"), "POST", "/r/x", "", ""},

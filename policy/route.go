@@ -65,7 +65,25 @@ type Route struct {
 	// Transport, when set, carries requests to this route's upstream (its
 	// own TLS settings); the gateway's shared transport otherwise.
 	Transport http.RoundTripper
+	// Idempotency says what a fenced write's Idempotency-Key does.
+	Idempotency IdempotencyMode
 }
+
+// IdempotencyMode says what a route does with the Idempotency-Key header
+// of a fenced write.
+type IdempotencyMode string
+
+// The idempotency modes.
+const (
+	// IdempotencyOptional: a write with a key is forwarded at most once
+	// per (resource, key); one without is forwarded as it is.
+	IdempotencyOptional IdempotencyMode = "optional"
+	// IdempotencyRequired: as optional, and a write without a key is
+	// refused.
+	IdempotencyRequired IdempotencyMode = "required"
+	// IdempotencyOff: the key is forwarded and nothing more.
+	IdempotencyOff IdempotencyMode = "off"
+)
 
 // Fenced reports whether requests with method need a fencing token: every
 // method but SafeMethods, or the route's own list. Method names are

@@ -39,9 +39,13 @@ func policyRoutes(c config.Config, d routeDeps) ([]*policy.Route, error) {
 			StripPrefix: r.StripPrefix,
 			Tokens:      policy.TokenMode(r.Tokens),
 			Methods:     r.Methods,
+			Idempotency: policy.IdempotencyMode(r.Idempotency),
 		}
 		if pr.Tokens == "" {
 			pr.Tokens = policy.TokensSigned
+		}
+		if pr.Idempotency == "" {
+			pr.Idempotency = policy.IdempotencyOptional
 		}
 		switch pr.Tokens {
 		case policy.TokensRaw:

@@ -75,6 +75,9 @@ type Server struct {
 	proxy     http.Handler
 	control   http.Handler
 	draining  atomic.Bool
+	// stopPurge ends purgeLoop, which closes purged.
+	stopPurge chan struct{}
+	purged    chan struct{}
 
 	mu         sync.Mutex // guards sources and transports across reloads
 	sources    *sourceSet
@@ -130,7 +133,11 @@ func New(ctx context.Context, c config.Config, o Options) (s *Server, err error)
 	s.routes = gateway.NewRoutes(table)
 	s.fence = tokens.NewFence(s.obs.ObserveStore(s.store), tokens.FenceOptions{StoreTimeout: c.StoreTimeout.D()})
 	s.proxy = gateway.New(gateway.Options{Routes: s.routes, Fence: s.fence, Transport: s.transport, Logger: s.log,
-		MaxBodyBytes: c.MaxBodyBytes, UpstreamTimeout: c.UpstreamTimeout.D(), Observer: s.obs})
+		MaxBodyBytes: c.MaxBodyBytes, UpstreamTimeout: c.UpstreamTimeout.D(), Observer: s.obs,
+		Idempotency: gateway.IdempotencyOptions{TTL: c.Idempotency.TTL.D(), MaxAnswerBytes: c.Idempotency.MaxAnswerBytes,
+			// A write is in flight at most UpstreamTimeout; its outcome
+			// is recorded within StoreTimeout after.
+			InFlightFor: c.UpstreamTimeout.D() + c.StoreTimeout.D() + time.Second, SettleTimeout: c.StoreTimeout.D()}})
 	var metrics http.Handler
 	if o.Telemetry != nil {
 		metrics = o.Telemetry.MetricsHandler()
@@ -138,6 +145,8 @@ func New(ctx context.Context, c config.Config, o Options) (s *Server, err error)
 	s.control = gateway.NewControlAPI(gateway.ControlOptions{Fence: s.fence, Logger: s.log, Issuer: s.auth,
 		JWKS: s.auth.Keys.JWKS, Keys: apiKeys(c), Observer: s.obs, Metrics: metrics, Draining: &s.draining,
 		Pprof: c.Telemetry.Pprof, LockDelay: c.LockDelay.D()})
+	s.stopPurge, s.purged = make(chan struct{}), make(chan struct{})
+	go s.purgeLoop(s.stopPurge, s.purged)
 	return s, nil
 }
 
@@ -187,6 +196,11 @@ func (s *Server) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var errs []error
+	if s.stopPurge != nil {
+		close(s.stopPurge)
+		<-s.purged
+		s.stopPurge = nil
+	}
 	if s.sources != nil {
 		errs = append(errs, s.sources.Close())
 	}

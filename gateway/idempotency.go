@@ -1,0 +1,255 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/fencegw/fencegw/policy"
+	"github.com/fencegw/fencegw/tokens"
+)
+
+// IdempotencyOptions tune at-most-once writes.
+type IdempotencyOptions struct {
+	// TTL is how long a key's record lasts (24 h when 0).
+	TTL time.Duration
+	// MaxAnswerBytes bounds the answer body kept for replays.
+	MaxAnswerBytes int
+	// InFlightFor is how long a pending record counts as in flight; past
+	// it, its replica is taken to have died mid-write and its outcome is
+	// unknown. It should exceed the longest exchange (UpstreamTimeout).
+	InFlightFor time.Duration
+	// SettleTimeout bounds the store call that records an outcome.
+	SettleTimeout time.Duration
+}
+
+// Idempotency is middleware that forwards a fenced write carrying an
+// Idempotency-Key at most once per (resource, key), through any replica,
+// at any epoch. It runs after the fence admitted the write (a stale epoch
+// is refused whatever its key) and reads the whole body to fingerprint the
+// request (method, path, query, body digest). The first use of a key claims
+// it in the store, forwards the write (with its Idempotency-Key) and keeps
+// the upstream's answer. A later use with the same fingerprint gets that
+// answer again with Idempotent-Replayed: true, and nothing is forwarded.
+// Otherwise, and nothing is forwarded either:
+//   - another fingerprint: 422;
+//   - the first still in flight: 409 with Retry-After;
+//   - the first forwarded without an answer (a timeout, a reset, a replica
+//     that died mid-write): 409 idempotency-not-replayable, until the
+//     record expires; so is an answer too long to keep;
+//   - no key on a route that requires one: 400, as is a malformed key.
+//
+// A write that was not forwarded at all (refused after admission, or cut
+// before any of it was sent) frees its key.
+func Idempotency(store tokens.IdempotencyStore, o IdempotencyOptions, obs *Observer, log *slog.Logger) func(http.Handler) http.Handler {
+	if o.TTL <= 0 {
+		o.TTL = 24 * time.Hour
+	}
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			ex, _ := exchangeFrom(r.Context())
+			if ex == nil || !ex.admitted || ex.route.Idempotency == policy.IdempotencyOff {
+				next.ServeHTTP(w, r)
+				return
+			}
+			rt, a := ex.route, ex.admission
+			key, err := parseIdemKey(r.Header.Values(IdempotencyKeyHeader))
+			switch {
+			case errors.Is(err, errNoIdemKey) && rt.Idempotency != policy.IdempotencyRequired:
+				next.ServeHTTP(w, r)
+				return
+			case errors.Is(err, errNoIdemKey):
+				obs.idemOutcome(r.Context(), rt, "missing")
+				writeIdemProblem(w, r, a, KindIdemKeyBad.problem("this route requires an "+IdempotencyKeyHeader+" header on fenced writes"))
+				return
+			case err != nil:
+				obs.idemOutcome(r.Context(), rt, "invalid")
+				writeIdemProblem(w, r, a, KindIdemKeyBad.problem(err.Error()))
+				return
+			}
+			body, err := io.ReadAll(r.Body)
+			if err != nil {
+				proxyErrorHandler(log)(w, r, err)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			fp := fingerprint(r, body)
+			claim := newClaim()
+			rec, created, err := store.ClaimKey(r.Context(), a.Resource, key,
+				tokens.IdemRecord{Fingerprint: fp, State: tokens.IdemPending, Claim: claim, ClaimedAt: time.Now().UTC()}, o.TTL)
+			if err != nil {
+				writeIdemProblem(w, r, a, problemOf(err))
+				return
+			}
+			if !created {
+				answerRecorded(w, r, a, rec, fp, o, obs)
+				return
+			}
+			cw := &captureWriter{ResponseWriter: w, max: o.MaxAnswerBytes}
+			done := false
+			defer func() {
+				// Also when the proxy aborts the answer with a panic
+				// (http.ErrAbortHandler): its outcome is then unknown.
+				settle(r.Context(), store, o, ex, cw, done, a.Resource, key, fp, claim, obs, log)
+			}()
+			next.ServeHTTP(cw, r)
+			done = true
+		})
+	}
+}
+
+// answerRecorded answers a write whose key was used before, from its record.
+func answerRecorded(w http.ResponseWriter, r *http.Request, a Admission, rec tokens.IdemRecord, fp string, o IdempotencyOptions, obs *Observer) {
+	rt := routeOf(r)
+	switch {
+	case rec.Fingerprint != fp:
+		obs.idemOutcome(r.Context(), rt, "mismatch")
+		writeIdemProblem(w, r, a, KindIdemKeyReused.problem("this Idempotency-Key was first used with another request (method, path or body); use a new key for a new request"))
+	case rec.State == tokens.IdemDone && rec.Answer != nil && !rec.Answer.Truncated:
+		obs.idemOutcome(r.Context(), rt, "replayed")
+		h := w.Header()
+		for k, vs := range rec.Answer.Header {
+			h[k] = append([]string(nil), vs...)
+		}
+		h.Set(IdempotentReplayedHeader, "true")
+		w.WriteHeader(rec.Answer.Status)
+		w.Write(rec.Answer.Body)
+	case rec.State == tokens.IdemDone:
+		obs.idemOutcome(r.Context(), rt, "not_replayable")
+		status := 0
+		if rec.Answer != nil {
+			status = rec.Answer.Status
+		}
+		writeIdemProblem(w, r, a, KindIdemNotReplayable.problem(fmt.Sprintf(
+			"this write was forwarded once and answered with status %d, but its answer was too long to keep; it is not forwarded again", status)))
+	case rec.State == tokens.IdemPending && time.Since(rec.ClaimedAt) < o.InFlightFor:
+		obs.idemOutcome(r.Context(), rt, "in_flight")
+		writeIdemProblem(w, r, a, KindIdemInFlight.problem("a write with this Idempotency-Key is still on its way to the upstream; retry after it is answered"))
+	default:
+		obs.idemOutcome(r.Context(), rt, "not_replayable")
+		writeIdemProblem(w, r, a, KindIdemNotReplayable.problem(
+			"a write with this Idempotency-Key was forwarded and no answer came back: it may or may not have taken effect, and it is not forwarded again while the key's record lasts"))
+	}
+}
+
+// settle records the outcome of the write that claimed a key: its answer
+// when the upstream answered, unknown when some of it may have reached the
+// upstream without an answer coming back, and nothing (the key is freed)
+// when nothing was forwarded.
+func settle(ctx context.Context, store tokens.IdempotencyStore, o IdempotencyOptions, ex *exchange, cw *captureWriter,
+	completed bool, resource, key, fp, claim string, obs *Observer, log *slog.Logger) {
+	rec := &tokens.IdemRecord{Fingerprint: fp, Claim: claim, ClaimedAt: time.Now().UTC()}
+	outcome := "forwarded"
+	switch {
+	case !ex.forwarding:
+		rec, outcome = nil, "freed"
+	case ex.answered && completed && cw.status != 0:
+		rec.State = tokens.IdemDone
+		rec.Answer = &tokens.IdemAnswer{Status: cw.status, Header: cw.header, Body: cw.body.Bytes(), Truncated: cw.truncated}
+	default:
+		rec.State, outcome = tokens.IdemUnknown, "unknown"
+	}
+	obs.idemOutcome(ctx, ex.route, outcome)
+	if o.SettleTimeout <= 0 {
+		o.SettleTimeout = tokens.DefaultStoreTimeout
+	}
+	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.SettleTimeout)
+	defer cancel()
+	if err := store.SettleKey(c, resource, key, claim, rec); err != nil {
+		// The record stays pending: once InFlightFor passes, retries get
+		// not-replayable. Nothing is ever forwarded twice.
+		log.LogAttrs(ctx, slog.LevelWarn, "idempotency outcome not recorded", slog.String("resource", resource),
+			slog.String("outcome", outcome), slog.String("error", err.Error()))
+	}
+}
+
+// writeIdemProblem answers a write refused for its Idempotency-Key.
+func writeIdemProblem(w http.ResponseWriter, r *http.Request, a Admission, p Problem) {
+	if rt, ok := RouteFrom(r.Context()); ok {
+		p.Route = rt.Name
+	}
+	p.Resource, p.PresentedEpoch = a.Resource, epochPtr(a.Epoch)
+	writeProblem(w, r, p)
+}
+
+// routeOf returns the request's route, nil when it has none.
+func routeOf(r *http.Request) *policy.Route {
+	rt, _ := RouteFrom(r.Context())
+	return rt
+}
+
+// fingerprint identifies a request for its key: method, path, query and
+// body digest.
+func fingerprint(r *http.Request, body []byte) string {
+	bd := sha256.Sum256(body)
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\n%s\n%s\n%x", r.Method, r.URL.EscapedPath(), r.URL.RawQuery, bd)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// newClaim names a claim: 128 random bits.
+func newClaim() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// captureWriter keeps what the proxy answers: the status and header of the
+// first head written, and the body up to max bytes (truncated past it).
+type captureWriter struct {
+	http.ResponseWriter
+	max       int
+	status    int
+	header    map[string][]string
+	body      bytes.Buffer
+	truncated bool
+}
+
+func (w *captureWriter) WriteHeader(code int) {
+	if w.status == 0 && code >= 200 {
+		w.status = code
+		w.header = w.ResponseWriter.Header().Clone()
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *captureWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	if room := w.max - w.body.Len(); room < len(b) {
+		w.body.Write(b[:max(room, 0)])
+		w.truncated = true
+	} else {
+		w.body.Write(b)
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *captureWriter) Flush() { _ = http.NewResponseController(w.ResponseWriter).Flush() }
+
+func (w *captureWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// idemOutcome counts a keyed write's outcome and notes it on the span.
+func (o *Observer) idemOutcome(ctx context.Context, rt *policy.Route, outcome string) {
+	route := ""
+	if rt != nil {
+		route = rt.Name
+	}
+	o.idempotency.Add(ctx, 1, metric.WithAttributes(attribute.String("route", route), attribute.String("outcome", outcome)))
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		span.SetAttributes(attribute.String("fencing.idempotency", outcome))
+	}
+}
