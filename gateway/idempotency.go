@@ -103,6 +103,9 @@ func Idempotency(store tokens.IdempotencyStore, o IdempotencyOptions, obs *Obser
 				// Also when the proxy aborts the answer with a panic
 				// (http.ErrAbortHandler): its outcome is then unknown.
 				settle(r.Context(), store, o, ex, cw, done, a.Resource, key, fp, claim, obs, log)
+				if done && !cw.truncated {
+					cw.release() // recorded first: an answer the client saw can be replayed
+				}
 			}()
 			next.ServeHTTP(cw, r)
 			done = true
@@ -207,38 +210,62 @@ func newClaim() string {
 }
 
 // captureWriter keeps what the proxy answers: the status and header of the
-// first head written, and the body up to max bytes (truncated past it).
+// final head, and the body up to max bytes. It holds the answer back until
+// release, so the outcome is recorded before the client can see it (a
+// client that got an answer can have it replayed), unless the body grows
+// past max: then it sends what it holds and streams the rest, and the
+// answer is kept as truncated.
 type captureWriter struct {
 	http.ResponseWriter
 	max       int
 	status    int
 	header    map[string][]string
 	body      bytes.Buffer
-	truncated bool
+	truncated bool // the body outgrew max: streaming through
 }
 
 func (w *captureWriter) WriteHeader(code int) {
-	if w.status == 0 && code >= 200 {
+	if code < 200 && code != http.StatusSwitchingProtocols {
+		w.ResponseWriter.WriteHeader(code) // interim answers pass
+		return
+	}
+	if w.status == 0 {
 		w.status = code
 		w.header = w.ResponseWriter.Header().Clone()
 	}
-	w.ResponseWriter.WriteHeader(code)
 }
 
 func (w *captureWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.WriteHeader(http.StatusOK)
 	}
-	if room := w.max - w.body.Len(); room < len(b) {
-		w.body.Write(b[:max(room, 0)])
-		w.truncated = true
-	} else {
-		w.body.Write(b)
+	if w.truncated {
+		return w.ResponseWriter.Write(b)
 	}
+	if w.body.Len()+len(b) <= w.max {
+		return w.body.Write(b)
+	}
+	w.truncated = true
+	w.release()
 	return w.ResponseWriter.Write(b)
 }
 
-func (w *captureWriter) Flush() { _ = http.NewResponseController(w.ResponseWriter).Flush() }
+// release sends what is held: the head and the body so far.
+func (w *captureWriter) release() {
+	if w.status == 0 {
+		return
+	}
+	w.ResponseWriter.WriteHeader(w.status)
+	if w.body.Len() > 0 {
+		w.ResponseWriter.Write(w.body.Bytes())
+	}
+}
+
+func (w *captureWriter) Flush() {
+	if w.truncated {
+		_ = http.NewResponseController(w.ResponseWriter).Flush()
+	}
+}
 
 func (w *captureWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 

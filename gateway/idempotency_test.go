@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -165,6 +166,18 @@ func TestIdempotencyInFlightAndUnknown(t *testing.T) {
 			}
 			if n := up.forwards("slow"); n != 1 {
 				t.Fatalf("a write of unknown outcome was forwarded %d times, want once", n)
+			}
+			// An answer longer than idempotency.max_answer_bytes streams to
+			// the client and is not kept: retries are 409, not forwarded.
+			big := strings.Repeat("x", 70<<10)
+			if r := keyed(t, gs[0], "/raw/x", "1", "big", big); r.status != http.StatusCreated || len(r.body) != len("stored:")+len(big) {
+				t.Fatalf("a write with a long answer = %d, %d bytes", r.status, len(r.body))
+			}
+			if r := keyed(t, gs[1], "/raw/x", "1", "big", big); r.status != http.StatusConflict || r.problem(t)["type"] != gateway.TypeIdemNotReplayable {
+				t.Fatalf("retry of a write whose answer was not kept = %d %s", r.status, r.body)
+			}
+			if n := up.forwards("big"); n != 1 {
+				t.Fatalf("forwarded %d times", n)
 			}
 			// Refused after admission, nothing forwarded: the key is free.
 			// (A stale epoch is refused before the key is looked at.)
