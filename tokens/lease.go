@@ -26,6 +26,11 @@ type Lease struct {
 	ExpiresAt time.Time
 	// Held reports whether the lease was live when read.
 	Held bool
+	// Released reports that the grant ended by a release (not a lapse).
+	Released bool
+	// Version changes with every grant, renewal and release of the lease:
+	// two reads with one Version saw the same lease.
+	Version int64
 	// Owner is the Name of the Caller that acquired this grant; empty for
 	// an unowned grant (acquired by an anonymous caller, or before owners
 	// were recorded). Only callers for which Caller.MayUse(Owner) holds may

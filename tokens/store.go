@@ -43,6 +43,7 @@ type Store interface {
 
 	LeaseStore
 	IdempotencyStore
+	LeaseNotifier
 }
 
 // KeyKeeper is implemented by shared stores that can keep the token

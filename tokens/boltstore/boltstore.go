@@ -44,6 +44,8 @@ type Store struct {
 	// leaseMu serializes lease changes with their in-memory deadlines.
 	leaseMu   sync.Mutex
 	deadlines map[string]time.Time // monotonic deadline of each lease touched since Open
+	// notes tells lease watchers of changes.
+	notes tokens.Notifications
 }
 
 var _ tokens.Store = (*Store)(nil)

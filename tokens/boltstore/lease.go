@@ -28,6 +28,8 @@ type leaseRecord struct {
 	// Released reports that the grant was released while live: it ended
 	// cleanly, and the next grant skips its lock-delay.
 	Released bool `json:"released,omitempty"`
+	// Version counts the writes of the record: grants, renewals, releases.
+	Version int64 `json:"version,omitempty"`
 }
 
 func (r leaseRecord) ttl() time.Duration { return time.Duration(r.TTLMillis) * time.Millisecond }
@@ -83,7 +85,7 @@ func (s *Store) Acquire(ctx context.Context, name, holder string, t tokens.Terms
 		epoch := base + 1
 		ttl := time.Duration(t.TTL.Milliseconds()) * time.Millisecond
 		rec = leaseRecord{Holder: holder, Epoch: epoch, TTLMillis: ttl.Milliseconds(), ExpiresUnix: now.Add(ttl).UnixNano(),
-			Owner: by.Name, LockDelayMillis: t.LockDelay.Milliseconds()}
+			Owner: by.Name, LockDelayMillis: t.LockDelay.Milliseconds(), Version: rec.Version + 1}
 		if err := putLease(tx, name, rec); err != nil {
 			return err
 		}
@@ -104,6 +106,7 @@ func (s *Store) Acquire(ctx context.Context, name, holder string, t tokens.Terms
 		delete(s.deadlines, name) // the commit failed: forget what it set
 		return tokens.Grant{}, &tokens.UnavailableError{Op: "acquire", Resource: name, Err: err}
 	}
+	s.notes.Notify(name)
 	return g, nil
 }
 
@@ -115,6 +118,7 @@ func (s *Store) Renew(ctx context.Context, name, holder string, epoch int64, by 
 			return &tokens.LeaseLostError{Name: name, Holder: holder, Epoch: epoch, Current: cur, Reason: "expired"}
 		}
 		rec.ExpiresUnix = now.Add(rec.ttl()).UnixNano()
+		rec.Version++
 		if err := putLease(tx, name, rec); err != nil {
 			return err
 		}
@@ -133,6 +137,7 @@ func (s *Store) Release(ctx context.Context, name, holder string, epoch int64, b
 		}
 		rec.ExpiresUnix = now.UnixNano()
 		rec.Released = true
+		rec.Version++
 		if err := putLease(tx, name, rec); err != nil {
 			return err
 		}
@@ -179,7 +184,18 @@ func (s *Store) updateHeld(ctx context.Context, op, name, holder string, epoch i
 		delete(s.deadlines, name)
 		return &tokens.UnavailableError{Op: op, Resource: name, Err: err}
 	}
+	s.notes.Notify(name)
 	return nil
+}
+
+// SubscribeLease notifies of every grant, renewal and release made through
+// this Store, its only writer; see tokens.LeaseNotifier. Lapses are not
+// notified: a watcher learns them from the expiry it read.
+func (s *Store) SubscribeLease(ctx context.Context, name string) (<-chan struct{}, error) {
+	if err := tokens.ValidateResource(name); err != nil {
+		return nil, err
+	}
+	return s.notes.Subscribe(ctx, name), nil
 }
 
 // Lease returns the lease's state; see tokens.LeaseStore.
@@ -226,6 +242,8 @@ func (s *Store) leaseState(name string, rec leaseRecord, now time.Time) tokens.L
 		LockDelay: rec.lockDelay(),
 		ExpiresAt: now.Round(0).Add(deadline.Sub(now)).UTC(),
 		Held:      deadline.After(now),
+		Released:  rec.Released,
+		Version:   rec.Version,
 		Owner:     rec.Owner,
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -135,7 +136,9 @@ func (s *Store) Acquire(ctx context.Context, name, holder string, t tokens.Terms
 		if st.delay && st.delayID != delayed {
 			s.revokeQuietly(ctx, st.delayID)
 		}
-		return grantOf(name, rec, t.TTL, grantedAt, st), nil
+		g := grantOf(name, rec, t.TTL, grantedAt, st)
+		g.Version = tr.Header.Revision // the record's ModRevision now
+		return g, nil
 	}
 }
 
@@ -270,6 +273,15 @@ func (s *Store) Renew(ctx context.Context, name, holder string, epoch int64, by 
 			return tokens.Lease{}, unavailable(op, name, fmt.Errorf("keep-alive of etcd lease %x: %w", int64(st.delayID), err))
 		}
 	}
+	// Tell watchers: a keep-alive changes no key.
+	pr, err := s.cli.Put(ctx, s.renewedKey(name), strconv.FormatInt(epoch, 10), clientv3.WithLease(st.aliveID))
+	if err != nil && !isLeaseNotFound(err) {
+		return tokens.Lease{}, unavailable(op, name, fmt.Errorf("recording the renewal: %w", err))
+	}
+	version := max(st.recRev, st.renewedRev)
+	if err == nil {
+		version = max(version, pr.Header.Revision)
+	}
 	return tokens.Lease{
 		Name:      name,
 		Holder:    holder,
@@ -278,6 +290,7 @@ func (s *Store) Renew(ctx context.Context, name, holder string, epoch int64, by 
 		LockDelay: st.rec.lockDelay(),
 		ExpiresAt: start.Add(st.rec.ttl()).UTC(),
 		Held:      true,
+		Version:   version,
 		Owner:     st.rec.Owner,
 	}, nil
 }
@@ -421,6 +434,8 @@ func (s *Store) view(ctx context.Context, name string, st leaseState) tokens.Lea
 		TTL:       st.rec.ttl(),
 		LockDelay: st.rec.lockDelay(),
 		Held:      st.alive,
+		Released:  st.rec.Released,
+		Version:   max(st.recRev, st.renewedRev),
 		Owner:     st.rec.Owner,
 	}
 	if st.alive {

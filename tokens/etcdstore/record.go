@@ -22,12 +22,18 @@ const (
 	leaseSub  = "\x00lease/"
 	aliveSub  = "\x00alive/"
 	delaySub  = "\x00delay/"
+	// renewedSub: a key each renewal writes, attached to the grant's etcd
+	// lease, so that watchers see renewals (a keep-alive changes no key).
+	renewedSub = "\x00renewed/"
 )
 
 func (s *Store) issuedKey(name string) string { return s.prefix + issuedSub + name }
 func (s *Store) leaseKey(name string) string  { return s.prefix + leaseSub + name }
 func (s *Store) aliveKey(name string) string  { return s.prefix + aliveSub + name }
 func (s *Store) delayKey(name string) string  { return s.prefix + delaySub + name }
+func (s *Store) renewedKey(name string) string {
+	return s.prefix + renewedSub + name
+}
 
 // leaseRecord is the JSON value of a lease key: the latest grant of the
 // lease. It is written only by Acquire, in the transaction that raises the
@@ -89,6 +95,8 @@ type leaseState struct {
 	delay    bool // the delay key exists: see leaseRecord.LockDelayMillis
 	delayID  clientv3.LeaseID
 	delayRev int64
+	// renewedRev is the ModRevision of the renewed key (0: absent).
+	renewedRev int64
 
 	hwm, hwmRev       int64
 	issued, issuedRev int64
@@ -97,7 +105,8 @@ type leaseState struct {
 // readOps are the gets of a lease's record, alive and delay keys and, if
 // withEpochs, of its HWM and issued keys, in the order parseState expects.
 func (s *Store) readOps(name string, withEpochs bool) []clientv3.Op {
-	ops := []clientv3.Op{clientv3.OpGet(s.leaseKey(name)), clientv3.OpGet(s.aliveKey(name)), clientv3.OpGet(s.delayKey(name))}
+	ops := []clientv3.Op{clientv3.OpGet(s.leaseKey(name)), clientv3.OpGet(s.aliveKey(name)), clientv3.OpGet(s.delayKey(name)),
+		clientv3.OpGet(s.renewedKey(name), clientv3.WithKeysOnly())}
 	if withEpochs {
 		ops = append(ops, clientv3.OpGet(s.key(name)), clientv3.OpGet(s.issuedKey(name)))
 	}
@@ -107,9 +116,9 @@ func (s *Store) readOps(name string, withEpochs bool) []clientv3.Op {
 // parseState decodes the responses of readOps. A corrupt value, or a record
 // and alive key that disagree, is an error wrapping ErrCorruptValue.
 func (s *Store) parseState(name string, withEpochs bool, resps []*pb.ResponseOp) (leaseState, error) {
-	want := 3
+	want := 4
 	if withEpochs {
-		want = 5
+		want = 6
 	}
 	kvs, err := ranges(resps, want)
 	if err != nil {
@@ -137,11 +146,14 @@ func (s *Store) parseState(name string, withEpochs bool, resps []*pb.ResponseOp)
 		}
 		st.delay, st.delayID, st.delayRev = true, clientv3.LeaseID(kv.Lease), kv.ModRevision
 	}
+	if len(kvs[3]) > 0 {
+		st.renewedRev = kvs[3][0].ModRevision
+	}
 	if withEpochs {
-		if st.hwm, st.hwmRev, err = readEpoch(s.key(name), kvs[3]); err != nil {
+		if st.hwm, st.hwmRev, err = readEpoch(s.key(name), kvs[4]); err != nil {
 			return leaseState{}, err
 		}
-		if st.issued, st.issuedRev, err = readEpoch(s.issuedKey(name), kvs[4]); err != nil {
+		if st.issued, st.issuedRev, err = readEpoch(s.issuedKey(name), kvs[5]); err != nil {
 			return leaseState{}, err
 		}
 	}

@@ -260,7 +260,7 @@ func (s *Store) lost(ctx context.Context, op, name, holder string, epoch int64, 
 func scanLease(name string, row pgx.Row, more ...any) (tokens.Lease, error) {
 	l := tokens.Lease{Name: name}
 	var ttlMS, delayMS int64
-	dest := append([]any{&l.Holder, &l.Epoch, &ttlMS, &l.ExpiresAt, &l.Held, &l.Owner, &delayMS}, more...)
+	dest := append([]any{&l.Holder, &l.Epoch, &ttlMS, &l.ExpiresAt, &l.Held, &l.Owner, &delayMS, &l.Released, &l.Version}, more...)
 	if err := row.Scan(dest...); err != nil {
 		return tokens.Lease{}, err
 	}

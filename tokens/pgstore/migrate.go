@@ -86,6 +86,21 @@ CREATE TABLE ` + o.ident(leaseTable) + ` (
 );
 CREATE INDEX ON ` + o.ident(idemTable) + ` (expires_at)`
 	},
+	func(o *options) string {
+		// Lease watches: a version that every grant, renewal and release
+		// raises, and a notification on channel leaseChannel, with the
+		// lease's name, after every change of a lease row.
+		fn := o.ident("fencegw_lease_notify")
+		return `ALTER TABLE ` + o.ident(leaseTable) + ` ADD COLUMN version bigint NOT NULL DEFAULT 0;
+CREATE FUNCTION ` + fn + `() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	PERFORM pg_notify('` + leaseChannel + `', NEW.name);
+	RETURN NULL;
+END
+$$;
+CREATE TRIGGER fencegw_lease_notify AFTER INSERT OR UPDATE ON ` + o.ident(leaseTable) + `
+	FOR EACH ROW EXECUTE FUNCTION ` + fn + `()`
+	},
 }
 
 // migrate brings the schema to the latest version in one transaction under

@@ -54,7 +54,7 @@ const maxEpoch = "9223372036854775807"
 
 // leaseColumns are the columns scanLease reads, Held computed by the
 // database in the same statement.
-const leaseColumns = `holder, epoch, ttl_ms, expires_at, expires_at > now(), owner, lock_delay_ms`
+const leaseColumns = `holder, epoch, ttl_ms, expires_at, expires_at > now(), owner, lock_delay_ms, released, version`
 
 // delayLeftMS is the SQL of how many milliseconds a lease's lock-delay
 // still runs (0 or less: none): only after a lapse that was no release.
@@ -98,19 +98,20 @@ WHERE h.epoch < ` + maxEpoch + `
 RETURNING h.epoch`,
 		leaseGrant: `UPDATE ` + lease + `
 SET holder = $2, epoch = $3, ttl_ms = $4, expires_at = now() + $4::bigint * interval '1 millisecond', granted_at = now(),
-	owner = $5, lock_delay_ms = $6, released = false
+	owner = $5, lock_delay_ms = $6, released = false, version = version + 1
 WHERE name = $1
 RETURNING ` + leaseColumns,
 		leaseGet: `SELECT ` + leaseColumns + ` FROM ` + lease + ` WHERE name = $1`,
 		// GREATEST: a renewal never shortens a lease, even if the
 		// database's clock stepped back since the last one.
 		renew: `UPDATE ` + lease + `
-SET expires_at = GREATEST(expires_at, now() + ttl_ms * interval '1 millisecond')
+SET expires_at = GREATEST(expires_at, now() + ttl_ms * interval '1 millisecond'), version = version + 1
 WHERE name = $1 AND holder = $2 AND epoch = $3 AND expires_at > now() AND ` + mayUse + `
 RETURNING ` + leaseColumns,
 		// Every SET expression sees the row as it was: released records
 		// whether it was live when released.
-		release: `UPDATE ` + lease + ` SET expires_at = LEAST(expires_at, now()), released = released OR expires_at > now()
+		release: `UPDATE ` + lease + ` SET expires_at = LEAST(expires_at, now()), released = released OR expires_at > now(),
+	version = version + 1
 WHERE name = $1 AND holder = $2 AND epoch = $3 AND ` + mayUse,
 	}
 }

@@ -20,6 +20,7 @@ type Store struct {
 	pool      *pgxpool.Pool
 	q         queries
 	iq        idemQueries
+	listen    *listener
 	closeOnce sync.Once
 }
 
@@ -52,7 +53,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("pgstore: schema: %w", err)
 	}
-	return &Store{pool: pool, q: newQueries(&o), iq: newIdemQueries(o.ident(idemTable))}, nil
+	return &Store{pool: pool, q: newQueries(&o), iq: newIdemQueries(o.ident(idemTable)), listen: &listener{pool: pool}}, nil
 }
 
 // Current returns the HWM of resource, or 0 if none was recorded. It reads
@@ -178,6 +179,9 @@ func (s *Store) Exclusive() bool { return false }
 // Close closes the pool, waiting for connections in use to be returned.
 // Later calls do nothing. It always returns nil.
 func (s *Store) Close() error {
-	s.closeOnce.Do(s.pool.Close)
+	s.closeOnce.Do(func() {
+		s.listen.stop()
+		s.pool.Close()
+	})
 	return nil
 }

@@ -41,7 +41,7 @@ func RunLeases(t *testing.T, fresh func(t *testing.T) Factory) {
 		{"UnownedLeases", testUnownedLeases},
 		{"OwnerSurvivesRestartAndReplicas", testOwnerDurable},
 		{"InvalidCaller", testInvalidCaller},
-	}, lifeCases...))
+	}, append(lifeCases, watchCases...)...))
 }
 
 // anon is the anonymous caller: no name, no admin rights. Its grants are

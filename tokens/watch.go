@@ -1,0 +1,77 @@
+package tokens
+
+import (
+	"context"
+	"sync"
+)
+
+// LeaseNotifier tells of changes to leases made through any client of a
+// store: grants, renewals and releases, and, where the store sees them,
+// lapses. A notification says only that the lease may have changed; the
+// subscriber reads it to learn how. Notifications may be merged or
+// spurious; when the store cannot vouch that none was missed (a dropped
+// connection), it notifies every subscriber once it is back.
+type LeaseNotifier interface {
+	// SubscribeLease returns a channel that receives a value after lease
+	// name may have changed, until ctx ends. Its buffer of one merges
+	// pending notifications.
+	SubscribeLease(ctx context.Context, name string) (<-chan struct{}, error)
+}
+
+// Notifications fans lease-change notifications out to the subscribers in
+// this process; every store's LeaseNotifier uses one.
+type Notifications struct {
+	mu   sync.Mutex
+	subs map[string]map[chan struct{}]struct{}
+}
+
+// Subscribe registers a subscriber of name until ctx ends.
+func (n *Notifications) Subscribe(ctx context.Context, name string) <-chan struct{} {
+	ch := make(chan struct{}, 1)
+	n.mu.Lock()
+	if n.subs == nil {
+		n.subs = make(map[string]map[chan struct{}]struct{})
+	}
+	if n.subs[name] == nil {
+		n.subs[name] = make(map[chan struct{}]struct{})
+	}
+	n.subs[name][ch] = struct{}{}
+	n.mu.Unlock()
+	context.AfterFunc(ctx, func() {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		delete(n.subs[name], ch)
+		if len(n.subs[name]) == 0 {
+			delete(n.subs, name)
+		}
+	})
+	return ch
+}
+
+// Notify tells every subscriber of name.
+func (n *Notifications) Notify(name string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for ch := range n.subs[name] {
+		poke(ch)
+	}
+}
+
+// NotifyAll tells every subscriber of every lease.
+func (n *Notifications) NotifyAll() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, subs := range n.subs {
+		for ch := range subs {
+			poke(ch)
+		}
+	}
+}
+
+// poke sends on ch unless a value is pending there already.
+func poke(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
