@@ -46,6 +46,12 @@ type ControlOptions struct {
 	// LockDelay is the lock-delay of grants whose acquire names none
 	// (0: none); see tokens.Terms.
 	LockDelay time.Duration
+	// WatchHeartbeat is how often an idle lease watch sends a comment
+	// (DefaultWatchHeartbeat when 0).
+	WatchHeartbeat time.Duration
+	// Stopping, once closed, ends every lease watch: the gateway is
+	// shutting down.
+	Stopping <-chan struct{}
 }
 
 // NewControlAPI returns the control API handler, served on its own listener:
@@ -57,6 +63,7 @@ type ControlOptions struct {
 //	POST /v1/leases/{name}/renew       extend a held lease
 //	POST /v1/leases/{name}/release     end a held lease
 //	GET  /v1/leases/{name}             a lease's state
+//	GET  /v1/leases/{name}/watch       a lease's changes, as server-sent events
 //	GET  /v1/fences/{resource}         the resource's current epoch (admin)
 //
 // With API keys, the lease endpoints need a key allowed for the lease name

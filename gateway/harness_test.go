@@ -232,6 +232,8 @@ type gatewayOptions struct {
 	upstreamTimeout time.Duration
 	// observed records spans, metrics and the audit (none when nil).
 	observed *observed
+	// heartbeat is the lease watches' heartbeat (the default when 0).
+	heartbeat time.Duration
 }
 
 // tokensEpochSource abbreviates the epoch source type in tables.
@@ -271,7 +273,7 @@ func newGatewayWith(t *testing.T, store tokens.Store, up *upstream, o gatewayOpt
 	for _, k := range o.keys {
 		c.APIKeys = append(c.APIKeys, config.APIKey{Name: k.Name, SHA256: hex.EncodeToString(k.Hash[:]), Leases: k.Leases, Admin: k.Admin})
 	}
-	opts := server.Options{Logger: slog.New(slog.DiscardHandler), Store: store, Transport: o.transport,
+	opts := server.Options{Logger: slog.New(slog.DiscardHandler), Store: store, Transport: o.transport, WatchHeartbeat: o.heartbeat,
 		Authority:  &signed.Authority{Keys: o.auth.keys, Signer: o.auth.signer, Verifier: o.auth.verifier},
 		OpenSource: func(_ string, s *config.EpochSource) (tokens.EpochSource, error) { return sources[s], nil }}
 	if o.observed != nil {

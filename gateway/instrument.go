@@ -165,9 +165,7 @@ func (w *statusWriter) Flush() {
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
-	if f, ok := w.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
+	_ = http.NewResponseController(w.ResponseWriter).Flush() // through wrappers that Unwrap
 }
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

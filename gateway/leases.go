@@ -62,6 +62,7 @@ func (c *control) mountLeases(r chi.Router) {
 	r.Post("/v1/leases/{name}/renew", c.renew)
 	r.Post("/v1/leases/{name}/release", c.release)
 	r.Get("/v1/leases/{name}", c.getLease)
+	r.Get("/v1/leases/{name}/watch", c.watchLease)
 }
 
 func (c *control) acquire(w http.ResponseWriter, r *http.Request) {

@@ -57,6 +57,9 @@ type Options struct {
 	// Audit keeps the refusals the control API lists; nil keeps
 	// telemetry.audit_size of them in memory.
 	Audit *gateway.Audit
+	// WatchHeartbeat is how often idle lease watches send a comment
+	// (gateway.DefaultWatchHeartbeat when 0).
+	WatchHeartbeat time.Duration
 }
 
 // Server is one assembled gateway replica.
@@ -75,6 +78,8 @@ type Server struct {
 	proxy     http.Handler
 	control   http.Handler
 	draining  atomic.Bool
+	stopping  chan struct{} // closed by Drain: lease watches end
+	drainOnce sync.Once
 	// stopPurge ends purgeLoop, which closes purged.
 	stopPurge chan struct{}
 	purged    chan struct{}
@@ -89,7 +94,7 @@ type Server struct {
 // bounds opening the store; nothing New starts outlives Close.
 func New(ctx context.Context, c config.Config, o Options) (s *Server, err error) {
 	s = &Server{cfg: c, log: o.Logger, tel: o.Telemetry, store: o.Store, auth: o.Authority, openSrc: o.OpenSource,
-		transport: o.Transport}
+		transport: o.Transport, stopping: make(chan struct{})}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -144,7 +149,8 @@ func New(ctx context.Context, c config.Config, o Options) (s *Server, err error)
 	}
 	s.control = gateway.NewControlAPI(gateway.ControlOptions{Fence: s.fence, Logger: s.log, Issuer: s.auth,
 		JWKS: s.auth.Keys.JWKS, Keys: apiKeys(c), Observer: s.obs, Metrics: metrics, Draining: &s.draining,
-		Pprof: c.Telemetry.Pprof, LockDelay: c.LockDelay.D()})
+		Pprof: c.Telemetry.Pprof, LockDelay: c.LockDelay.D(), Stopping: s.stopping,
+		WatchHeartbeat: o.WatchHeartbeat})
 	s.stopPurge, s.purged = make(chan struct{}), make(chan struct{})
 	go s.purgeLoop(s.stopPurge, s.purged)
 	return s, nil
@@ -166,8 +172,11 @@ func (s *Server) Authority() *signed.Authority { return s.auth }
 func (s *Server) Routes() *policy.Table { return s.routes.Table() }
 
 // Drain makes /readyz answer 503, so load balancers stop sending traffic
-// while in-flight requests finish.
-func (s *Server) Drain() { s.draining.Store(true) }
+// while in-flight requests finish, and ends every lease watch.
+func (s *Server) Drain() {
+	s.draining.Store(true)
+	s.drainOnce.Do(func() { close(s.stopping) })
+}
 
 // Reload swaps in the routes of c for requests that start afterwards, with
 // their epoch sources opened afresh; the replaced routes' sources are

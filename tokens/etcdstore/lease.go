@@ -159,14 +159,14 @@ func (s *Store) grant(ctx context.Context, ttl int64) (clientv3.LeaseID, int64, 
 // the verdict refusing it: another holder's live lease, holder's live
 // lease owned by a key by may not act for, or no epoch left.
 func (s *Store) nextEpoch(ctx context.Context, name, holder string, by tokens.Caller, st leaseState) (int64, error) {
-	if st.alive && st.rec.Holder != holder {
+	if st.live() && st.rec.Holder != holder {
 		return 0, &tokens.LeaseHeldError{Name: name, Holder: st.rec.Holder, Epoch: st.rec.Epoch,
 			ExpiresAt: s.expiresAt(ctx, st)}
 	}
-	if st.alive && !by.MayUse(st.rec.Owner) {
+	if st.live() && !by.MayUse(st.rec.Owner) {
 		return 0, &tokens.LeaseOwnedError{Name: name, Owner: st.rec.Owner, Caller: by.Name, Op: "acquire"}
 	}
-	if !st.alive && st.delay {
+	if !st.live() && st.delay {
 		return 0, &tokens.LockDelayError{Name: name, Holder: st.rec.Holder, Epoch: st.rec.Epoch,
 			Left: s.delayLeft(ctx, st)}
 	}
@@ -224,7 +224,7 @@ func grantOf(name string, rec leaseRecord, ttl time.Duration, grantedAt time.Tim
 			Epoch:     st.rec.Epoch,
 			TTL:       st.rec.ttl(),
 			ExpiresAt: time.Now().UTC(), // the grant completed: it lapsed or was superseded by now
-			Held:      st.alive,
+			Held:      st.live(),
 			Owner:     st.rec.Owner,
 		}
 	}
@@ -254,7 +254,7 @@ func (s *Store) Renew(ctx context.Context, name, holder string, epoch int64, by 
 	if err != nil {
 		return tokens.Lease{}, err
 	}
-	if !st.alive {
+	if !st.live() {
 		return tokens.Lease{}, s.lostError(ctx, name, holder, epoch, st, "lapsed or released")
 	}
 	start := time.Now()
@@ -315,7 +315,7 @@ func (s *Store) Release(ctx context.Context, name, holder string, epoch int64, b
 	if err != nil {
 		return err
 	}
-	if st.alive && !st.rec.Released {
+	if st.live() {
 		rec := st.rec
 		rec.Released = true
 		tr, err := s.cli.Txn(ctx).
@@ -409,7 +409,7 @@ func (s *Store) held(ctx context.Context, op, name, holder string, epoch int64, 
 // lost returns the *tokens.LeaseLostError of a renew or release by holder
 // at epoch when the record does not name them, or nil.
 func (s *Store) lost(ctx context.Context, name, holder string, epoch int64, st leaseState) error {
-	named := tokens.Lease{Holder: st.rec.Holder, Epoch: st.rec.Epoch, Held: st.alive}
+	named := tokens.Lease{Holder: st.rec.Holder, Epoch: st.rec.Epoch, Held: st.live()}
 	if reason := tokens.LostReason(st.found, named, holder, epoch); reason != "" {
 		return s.lostError(ctx, name, holder, epoch, st, reason)
 	}
@@ -433,12 +433,12 @@ func (s *Store) view(ctx context.Context, name string, st leaseState) tokens.Lea
 		Epoch:     st.rec.Epoch,
 		TTL:       st.rec.ttl(),
 		LockDelay: st.rec.lockDelay(),
-		Held:      st.alive,
+		Held:      st.live(),
 		Released:  st.rec.Released,
 		Version:   max(st.recRev, st.renewedRev),
 		Owner:     st.rec.Owner,
 	}
-	if st.alive {
+	if st.live() {
 		l.ExpiresAt = s.expiresAt(ctx, st)
 	} else {
 		l.ExpiresAt = time.Now().UTC()

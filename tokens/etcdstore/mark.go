@@ -51,7 +51,7 @@ func (s *Store) Mark(ctx context.Context, resource string) (tokens.Mark, error) 
 	}
 	st.found = true
 	m.Lease = tokens.LeaseLife{Epoch: st.rec.Epoch, Released: st.rec.Released}
-	if len(kvs[2]) == 0 {
+	if len(kvs[2]) == 0 || st.rec.Released {
 		return m, nil // lapsed or released
 	}
 	if err := checkAlive(kvs[2][0], st); err != nil {

@@ -102,6 +102,11 @@ type leaseState struct {
 	issued, issuedRev int64
 }
 
+// live reports whether the grant in st is live: its alive key exists and
+// no release marked it (a release marks the record, then revokes the etcd
+// lease; the grant ended at the mark).
+func (st leaseState) live() bool { return st.alive && !st.rec.Released }
+
 // readOps are the gets of a lease's record, alive and delay keys and, if
 // withEpochs, of its HWM and issued keys, in the order parseState expects.
 func (s *Store) readOps(name string, withEpochs bool) []clientv3.Op {
