@@ -18,6 +18,7 @@ const leaseUsage = `Usage:
   fencegw lease renew   NAME --holder H --epoch E
   fencegw lease release NAME --holder H --epoch E
   fencegw lease get     NAME
+  fencegw lease watch   NAME          # print its events as they come (JSON lines)
 
 Flags common to all: --api URL (default $FENCEGW_API or http://127.0.0.1:8081),
 --api-key KEY (default $FENCEGW_API_KEY); for an https control API, --tls-ca
@@ -36,6 +37,9 @@ func leaseCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 2
 	}
 	op, name := args[0], args[1]
+	if op == "watch" {
+		return leaseWatch(ctx, name, args[2:], stdout, stderr)
+	}
 	if !apiclient.IsLeaseOp(op) {
 		fmt.Fprintf(stderr, "fencegw lease: unknown operation %q\n\n%s", op, leaseUsage)
 		return 2
@@ -76,5 +80,30 @@ func leaseCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 0
 	}
 	stdout.Write(a.Body)
+	return 0
+}
+
+// leaseWatch prints lease name's events as JSON lines until interrupted.
+func leaseWatch(ctx context.Context, name string, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("fencegw lease watch", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	api := addAPIFlags(fs, true)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	c, err := api.client(0) // a watch lasts
+	if err != nil {
+		fmt.Fprintf(stderr, "fencegw lease watch: %v\n", err)
+		return 2
+	}
+	defer c.Close()
+	err = c.WatchLease(ctx, name, "", func(ev apiclient.LeaseEvent) error {
+		_, err := fmt.Fprintf(stdout, "%s\n", ev.Data)
+		return err
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "fencegw lease watch: %v\n", err)
+		return 1
+	}
 	return 0
 }
