@@ -73,6 +73,13 @@ type Config struct {
 	// stopped before anyone else may lead.
 	ReleaseOnCancel bool
 
+	// NoWatch turns off the lease watch (GET /v1/leases/{name}/watch):
+	// the Elector then learns of releases, lapses and takeovers only by
+	// polling and renewing, as it does meanwhile when the watch breaks.
+	// With the watch, a leader steps down the moment its grant ends, and a
+	// candidate campaigns the moment the lease is free.
+	NoWatch bool
+
 	// Logger receives the Elector's log; slog.Default() when nil.
 	Logger *slog.Logger
 }

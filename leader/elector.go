@@ -81,6 +81,9 @@ type Elector struct {
 
 	mu  sync.Mutex
 	cur *term // the current term; nil while not leading
+
+	// events are the lease watch's, while Run runs.
+	events chan leaseEvent
 }
 
 // term is the Elector's state of one Term.
@@ -180,6 +183,15 @@ func (e *Elector) Run(ctx context.Context) error {
 	if e.ownClient != nil {
 		defer e.ownClient.CloseIdleConnections()
 	}
+	// The lease watch tells of releases, lapses and takeovers as they
+	// happen; polling and renewals go on without it.
+	e.events = make(chan leaseEvent, 1)
+	if !e.cfg.NoWatch {
+		wctx, stopWatch := context.WithCancel(ctx)
+		watched := make(chan struct{})
+		go func() { defer close(watched); e.watch(wctx, e.events) }()
+		defer func() { stopWatch(); <-watched }()
+	}
 	for {
 		t, err := e.campaign(ctx)
 		if err != nil {
@@ -220,9 +232,10 @@ func (e *Elector) campaign(ctx context.Context) (*term, error) {
 			e.log.LogAttrs(ctx, slog.LevelError, "lease acquire refused; not retrying", slog.String("error", err.Error()))
 			return nil, err
 		}
-		// Poll every RetryPeriod, jittered. A 409's Retry-After says when
-		// the holder's lease lapses unless renewed or released: waiting for
-		// it would miss a release, so it is not honoured. Other answers'
+		// Poll every RetryPeriod, jittered, and at once when the lease
+		// watch says the lease was released or lapsed. A 409's Retry-After
+		// says when the holder's lease lapses unless renewed or released:
+		// waiting for it would miss a release, so it is not honoured. Other answers'
 		// Retry-After (503, 429) lengthen the wait, up to LeaseDuration.
 		wait := jitter(e.cfg.RetryPeriod)
 		if isHeld(err) {
@@ -232,7 +245,7 @@ func (e *Elector) campaign(ctx context.Context) (*term, error) {
 			e.log.LogAttrs(ctx, slog.LevelWarn, "lease acquire failed", slog.String("error", err.Error()),
 				slog.Duration("retry_in", wait))
 		}
-		if !sleep(ctx, wait) {
+		if !e.waitOrFree(ctx, wait, e.events) {
 			return nil, ctx.Err()
 		}
 	}

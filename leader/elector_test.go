@@ -264,8 +264,10 @@ func TestStepDownOn412(t *testing.T) {
 	const name = "invoice-sweeper"
 	g := newGateway(t, name)
 	cfg, rec := nodeA(t, g, name)
-	// Renew rarely, so that the 412 and not a refused renewal tells node-a.
+	// Renew rarely and no watch, so that the 412 and not a refused
+	// renewal or the watch tells node-a.
 	cfg.LeaseDuration, cfg.RenewDeadline, cfg.RenewInterval = 10*time.Second, 8*time.Second, 7*time.Second
+	cfg.NoWatch = true
 	e, stop, s := lead(t, cfg, rec)
 
 	// Behind node-a's back, its lease ends and node-b is granted epoch 2,
@@ -307,6 +309,7 @@ func TestRenewRefused(t *testing.T) {
 	const name = "invoice-sweeper"
 	g := newGateway(t, name)
 	cfg, rec := nodeA(t, g, name)
+	cfg.NoWatch = true // the refused renewal, not the watch, must tell node-a
 	_, stop, s := lead(t, cfg, rec)
 
 	// Another holder takes the lease behind node-a's back.

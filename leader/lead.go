@@ -99,6 +99,11 @@ loop:
 		case <-expire.C:
 			reason = e.deadlineReason(lastRenew, lastErr)
 			break loop
+		case ev := <-e.events:
+			if ev.ends(t.Epoch) {
+				reason = fmt.Errorf("%w: the lease watch says %s at epoch %d", ErrLeaseLost, ev.Event, ev.Epoch)
+				break loop
+			}
 		case <-next.C:
 			call = e.startRenew(ctx, t.Epoch, deadline)
 		case r := <-call.result():

@@ -43,8 +43,10 @@ func postTo(t *testing.T, client *http.Client, rawURL string, header ...string) 
 func leading(t *testing.T, g *testGateway, name string) (*leader.Elector, *recorder, leader.Term) {
 	t.Helper()
 	cfg, rec := nodeA(t, g, name)
-	// Renew rarely: nothing but the Transport should end the term.
+	// Renew rarely, and no watch: nothing but the Transport should end
+	// the term.
 	cfg.LeaseDuration, cfg.RenewDeadline, cfg.RenewInterval = 20*time.Second, 15*time.Second, 7*time.Second
+	cfg.NoWatch = true
 	e, _, s := lead(t, cfg, rec)
 	return e, rec, s.term
 }
