@@ -2,12 +2,16 @@ package gateway_test
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/policy"
@@ -229,5 +233,46 @@ func TestIdempotencyConcurrentAcrossReplicas(t *testing.T) {
 			}
 			t.Logf("answers: %v", counts)
 		})
+	}
+}
+
+// TestIdempotencyMetrics: every keyed write's outcome is counted by route
+// and outcome, and named on its span.
+func TestIdempotencyMetrics(t *testing.T) {
+	o := newObserved(t)
+	up := newUpstream(t)
+	g := newGatewayWith(t, boltFresh(t)(t), up, gatewayOptions{observed: o}, idemRoutes...)
+	h, traceID := traceparent(1)
+	r := do(t, http.MethodPost, g.proxy.URL+"/raw/x", map[string]string{gateway.TokenHeader: "1",
+		gateway.IdempotencyKeyHeader: "k", "traceparent": h}, "a")
+	if r.status != http.StatusCreated {
+		t.Fatalf("first = %d", r.status)
+	}
+	keyed(t, g, "/raw/x", "1", "k", "a")    // replayed
+	keyed(t, g, "/raw/x", "1", "k", "b")    // mismatch
+	keyed(t, g, "/strict/x", "1", "", "a")  // missing
+	keyed(t, g, "/strict/x", "1", `"`, "a") // invalid
+	if v := attrs(o.serverSpan(t, traceID))["fencing.idempotency"]; v.AsString() != "forwarded" {
+		t.Fatalf("span attribute fencing.idempotency = %q, want forwarded", v.AsString())
+	}
+	var rm metricdata.ResourceMetrics
+	if err := o.metrics.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name != "fencegw.idempotency" {
+				continue
+			}
+			for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
+				v, _ := dp.Attributes.Value("outcome")
+				counts[v.AsString()] += dp.Value
+			}
+		}
+	}
+	want := map[string]int64{"forwarded": 1, "replayed": 1, "mismatch": 1, "missing": 1, "invalid": 1}
+	if fmt.Sprint(counts) != fmt.Sprint(want) {
+		t.Fatalf("idempotency outcomes = %v, want %v", counts, want)
 	}
 }

@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -146,5 +147,33 @@ func TestLeaseWatch(t *testing.T) {
 				t.Fatalf("a new watch started with %+v", ev)
 			}
 		})
+	}
+}
+
+// TestLeaseWatchNeedsAKey: with API keys, a watch needs a key allowed the
+// lease name, as the lease's other endpoints do.
+func TestLeaseWatchNeedsAKey(t *testing.T) {
+	keys := append(ownershipKeys(), gateway.APIKey{Name: "other", Hash: sha256.Sum256([]byte("secret-other")), Leases: []string{"payroll-*"}})
+	g := newGatewayWith(t, boltFresh(t)(t), newUpstream(t), gatewayOptions{keys: keys})
+	for secret, want := range map[string]int{"": http.StatusUnauthorized, "secret-other": http.StatusForbidden} {
+		h := map[string]string{}
+		if secret != "" {
+			h = bearer(secret)
+		}
+		if r := do(t, http.MethodGet, g.api.URL+"/v1/leases/invoice-sweeper/watch", h, ""); r.status != want {
+			t.Fatalf("watch with key %q = %d, want %d", secret, r.status, want)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, g.api.URL+"/v1/leases/invoice-sweeper/watch", nil)
+	req.Header.Set("Authorization", "Bearer secret-one")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("watch with an allowed key = %d", resp.StatusCode)
 	}
 }
