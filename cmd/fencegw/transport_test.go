@@ -57,7 +57,8 @@ func TestLeaderTransportThroughProcesses(t *testing.T) {
 
 	// Renewals are 10 s apart: only the Transport can end the term here.
 	a := startLeader(t, gw.api, gw.proxy+"/w/send", "node-a", 100*time.Millisecond,
-		"--transport", "--lease-duration", "30s", "--renew-deadline", "20s")
+		"--transport", "--lease-duration", "30s", "--renew-deadline", "20s",
+		"--no-watch") // the gateway's 412, not the lease watch, must end the term
 	a.await(t, "node-a leading at epoch 1", is("leading", 1))
 	statuses := func() []float64 {
 		var s []float64

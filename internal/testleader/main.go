@@ -39,6 +39,7 @@ func main() {
 		retry    = flag.Duration("retry", 500*time.Millisecond, "retry period")
 		job      = flag.Duration("job", 100*time.Millisecond, "work before each write")
 		viaTr    = flag.Bool("transport", false, "write through the Elector's Transport")
+		noWatch  = flag.Bool("no-watch", false, "do not follow the lease watch (learn of changes by renewing and writing)")
 	)
 	flag.Parse()
 	out := &printer{w: os.Stdout}
@@ -46,7 +47,7 @@ func main() {
 	var e *leader.Elector
 	e, err := leader.New(leader.Config{
 		Endpoint: *api, Name: *name, Holder: *holder,
-		LeaseDuration: *lease, RenewDeadline: *deadline, RetryPeriod: *retry,
+		LeaseDuration: *lease, RenewDeadline: *deadline, RetryPeriod: *retry, NoWatch: *noWatch,
 		Callbacks: leader.Callbacks{
 			OnStartedLeading: func(ctx context.Context, t leader.Term) {
 				out.print(map[string]any{"event": "leading", "epoch": t.Epoch})
