@@ -64,6 +64,7 @@ type ControlOptions struct {
 //	POST /v1/leases/{name}/release     end a held lease
 //	GET  /v1/leases/{name}             a lease's state
 //	GET  /v1/leases/{name}/watch       a lease's changes, as server-sent events
+//	DELETE /v1/idempotency/{resource}/{key}  forget an Idempotency-Key's record (admin)
 //	GET  /v1/fences/{resource}         the resource's current epoch (admin)
 //
 // With API keys, the lease endpoints need a key allowed for the lease name
@@ -137,6 +138,7 @@ func NewControlRouter(o ControlOptions) chi.Router {
 	r.Group(func(r chi.Router) {
 		r.Use(o.Keys.requireKey(func(k *APIKey, _ *http.Request) bool { return k.Admin }))
 		r.Get("/v1/fences/{resource}", c.getFence)
+		r.Delete("/v1/idempotency/{resource}/{key}", c.forgetIdemKey)
 		r.Get("/v1/audit/rejections", c.rejections)
 		if o.Pprof {
 			mountPprof(r)

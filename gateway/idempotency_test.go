@@ -276,3 +276,45 @@ func TestIdempotencyMetrics(t *testing.T) {
 		t.Fatalf("idempotency outcomes = %v, want %v", counts, want)
 	}
 }
+
+// TestForgetIdempotencyKey: an admin key deletes the record of a write of
+// unknown outcome, and the next write with the key is forwarded; other
+// keys may not, and a key with no record is 404.
+func TestForgetIdempotencyKey(t *testing.T) {
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			up := newUpstream(t)
+			g := newGatewayWith(t, b.fresh(t)(t), up, gatewayOptions{upstreamTimeout: 500 * time.Millisecond, keys: ownershipKeys()}, idemRoutes...)
+			up.mu.Lock()
+			up.delay = time.Second
+			up.mu.Unlock()
+			if r := keyed(t, g, "/raw/x", "1", "mail/7", "body"); r.status != http.StatusGatewayTimeout {
+				t.Fatalf("slow write = %d", r.status)
+			}
+			up.mu.Lock()
+			up.delay = 0
+			up.mu.Unlock()
+			if r := keyed(t, g, "/raw/x", "1", "mail/7", "body"); r.status != http.StatusConflict {
+				t.Fatalf("retry of an unknown outcome = %d", r.status)
+			}
+			forget := func(secret string) int {
+				return do(t, http.MethodDelete, g.api.URL+"/v1/idempotency/invoice-sweeper/mail%2F7", bearer(secret), "").status
+			}
+			if s := forget("secret-one"); s != http.StatusForbidden {
+				t.Fatalf("forget with a lease key = %d, want 403", s)
+			}
+			if s := forget("secret-ops"); s != http.StatusNoContent {
+				t.Fatalf("forget with the admin key = %d, want 204", s)
+			}
+			if s := forget("secret-ops"); s != http.StatusNotFound {
+				t.Fatalf("forget again = %d, want 404", s)
+			}
+			if r := keyed(t, g, "/raw/x", "1", "mail/7", "body"); r.status != http.StatusCreated {
+				t.Fatalf("write after the record was forgotten = %d %s", r.status, r.body)
+			}
+			if n := up.forwards("mail/7"); n != 2 {
+				t.Fatalf("forwarded %d times, want twice (once more after the operator's decision)", n)
+			}
+		})
+	}
+}

@@ -67,6 +67,11 @@ type IdempotencyStore interface {
 	// PurgeKeys deletes up to limit expired records and returns how many it
 	// deleted.
 	PurgeKeys(ctx context.Context, limit int) (int, error)
+	// ForgetKey deletes the record of resource and key, whatever its state,
+	// and reports whether there was one: an operator's decision that the
+	// write may be sent again (after checking that an unknown outcome did
+	// not take effect).
+	ForgetKey(ctx context.Context, resource, key string) (bool, error)
 }
 
 // ErrClaimLost means an idempotency record is no longer the pending record

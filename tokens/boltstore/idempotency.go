@@ -139,6 +139,30 @@ func (s *Store) PurgeKeys(ctx context.Context, limit int) (int, error) {
 	return n, nil
 }
 
+// ForgetKey deletes the record of resource and key; see
+// tokens.IdempotencyStore.
+func (s *Store) ForgetKey(ctx context.Context, resource, key string) (bool, error) {
+	if err := validIdem(resource, key); err != nil {
+		return false, err
+	}
+	found := false
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(idemBucket)
+		if b == nil {
+			return nil
+		}
+		k := idemKey(resource, key)
+		if found = b.Get(k) != nil; !found {
+			return nil
+		}
+		return b.Delete(k)
+	})
+	if err != nil {
+		return false, &tokens.UnavailableError{Op: "forget", Resource: resource, Err: err}
+	}
+	return found, nil
+}
+
 func validIdem(resource, key string) error {
 	if err := tokens.ValidateResource(resource); err != nil {
 		return err

@@ -151,6 +151,22 @@ func (s *Store) SettleKey(ctx context.Context, resource, key, claim string, rec 
 // lease.
 func (s *Store) PurgeKeys(context.Context, int) (int, error) { return 0, nil }
 
+// ForgetKey deletes the record of resource and key; see
+// tokens.IdempotencyStore.
+func (s *Store) ForgetKey(ctx context.Context, resource, key string) (bool, error) {
+	if err := validIdem(resource, key); err != nil {
+		return false, err
+	}
+	if s.conn.Closed() {
+		return false, unavailable("forget", resource, ErrClosed)
+	}
+	resp, err := s.cli.Delete(ctx, s.idemKey(resource, key))
+	if err != nil {
+		return false, unavailable("forget", resource, err)
+	}
+	return resp.Deleted > 0, nil
+}
+
 func validIdem(resource, key string) error {
 	if err := tokens.ValidateResource(resource); err != nil {
 		return err

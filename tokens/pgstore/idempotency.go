@@ -27,6 +27,8 @@ type idemQueries struct {
 	forget string
 	// purge deletes up to $1 expired records.
 	purge string
+	// drop deletes the record of $1, $2, whatever its state.
+	drop string
 }
 
 func newIdemQueries(t string) idemQueries {
@@ -41,6 +43,7 @@ RETURNING true`,
 		settle: `UPDATE ` + t + ` SET record = $4, state = $5 WHERE resource = $1 AND key = $2 AND claim = $3 AND state = 'pending'`,
 		forget: `DELETE FROM ` + t + ` WHERE resource = $1 AND key = $2 AND claim = $3 AND state = 'pending'`,
 		purge:  `DELETE FROM ` + t + ` WHERE ctid IN (SELECT ctid FROM ` + t + ` WHERE expires_at <= now() LIMIT $1)`,
+		drop:   `DELETE FROM ` + t + ` WHERE resource = $1 AND key = $2 AND expires_at > now()`,
 	}
 }
 
@@ -121,6 +124,19 @@ func (s *Store) PurgeKeys(ctx context.Context, limit int) (int, error) {
 		return 0, &tokens.UnavailableError{Op: "purge", Err: err}
 	}
 	return int(tag.RowsAffected()), nil
+}
+
+// ForgetKey deletes the live record of resource and key; see
+// tokens.IdempotencyStore.
+func (s *Store) ForgetKey(ctx context.Context, resource, key string) (bool, error) {
+	if err := validIdem(resource, key); err != nil {
+		return false, err
+	}
+	tag, err := s.pool.Exec(ctx, s.iq.drop, resource, key)
+	if err != nil {
+		return false, &tokens.UnavailableError{Op: "forget", Resource: resource, Err: err}
+	}
+	return tag.RowsAffected() == 1, nil
 }
 
 func validIdem(resource, key string) error {

@@ -25,6 +25,7 @@ func RunIdempotency(t *testing.T, fresh func(t *testing.T) Factory) {
 		{"SurvivesRestart", testIdemRestart},
 		{"Expiry", testIdemExpiry},
 		{"InvalidKeys", testInvalidIdemKeys},
+		{"OperatorForgets", testForgetKey},
 	})
 }
 
@@ -196,5 +197,24 @@ func testInvalidIdemKeys(t *testing.T, f Factory) {
 	}
 	if _, _, err := s.ClaimKey(ctx(t), "", "k", pending("c"), time.Hour); !errors.Is(err, tokens.ErrInvalidResource) {
 		t.Fatalf("ClaimKey on no resource = %v", err)
+	}
+}
+
+func testForgetKey(t *testing.T, f Factory) {
+	s := f(t)
+	mustClaim(t, s, "r", "k", pending("c1"), time.Hour)
+	unknown := pending("c1")
+	unknown.State = tokens.IdemUnknown
+	if err := s.SettleKey(ctx(t), "r", "k", "c1", &unknown); err != nil {
+		t.Fatal(err)
+	}
+	if found, err := s.ForgetKey(ctx(t), "r", "k"); err != nil || !found {
+		t.Fatalf("ForgetKey of an unknown outcome = %t, %v", found, err)
+	}
+	if _, created := mustClaim(t, s, "r", "k", pending("c2"), time.Hour); !created {
+		t.Fatal("the key was not free after ForgetKey")
+	}
+	if found, err := s.ForgetKey(ctx(t), "r", "never"); err != nil || found {
+		t.Fatalf("ForgetKey of no record = %t, %v", found, err)
 	}
 }
