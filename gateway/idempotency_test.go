@@ -2,7 +2,6 @@ package gateway_test
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -10,8 +9,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/policy"
@@ -255,22 +252,7 @@ func TestIdempotencyMetrics(t *testing.T) {
 	if v := attrs(o.serverSpan(t, traceID))["fencing.idempotency"]; v.AsString() != "forwarded" {
 		t.Fatalf("span attribute fencing.idempotency = %q, want forwarded", v.AsString())
 	}
-	var rm metricdata.ResourceMetrics
-	if err := o.metrics.Collect(context.Background(), &rm); err != nil {
-		t.Fatal(err)
-	}
-	counts := map[string]int64{}
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if m.Name != "fencegw.idempotency" {
-				continue
-			}
-			for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
-				v, _ := dp.Attributes.Value("outcome")
-				counts[v.AsString()] += dp.Value
-			}
-		}
-	}
+	counts := o.counts(t, "fencegw.idempotency", "outcome")
 	want := map[string]int64{"forwarded": 1, "replayed": 1, "mismatch": 1, "missing": 1, "invalid": 1}
 	if fmt.Sprint(counts) != fmt.Sprint(want) {
 		t.Fatalf("idempotency outcomes = %v, want %v", counts, want)

@@ -43,6 +43,29 @@ func newObserved(t *testing.T) *observed {
 	return o
 }
 
+// counts sums the int64 counter name's data points by the value of their
+// attribute key.
+func (o *observed) counts(t *testing.T, name string, key attribute.Key) map[string]int64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := o.metrics.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name != name {
+				continue
+			}
+			for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
+				v, _ := dp.Attributes.Value(key)
+				counts[v.AsString()] += dp.Value
+			}
+		}
+	}
+	return counts
+}
+
 // serverSpan finds the proxy's server span of a trace. The span ends just
 // after the answer is sent, so it may arrive a moment after the client read
 // the answer: wait for it (bounded).
@@ -171,22 +194,7 @@ func TestDecisionsOnSpans(t *testing.T) {
 	}
 
 	// Metrics count decisions by route and decision.
-	var rm metricdata.ResourceMetrics
-	if err := o.metrics.Collect(context.Background(), &rm); err != nil {
-		t.Fatal(err)
-	}
-	counts := map[string]int64{}
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if m.Name != "fencegw.decisions" {
-				continue
-			}
-			for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
-				d, _ := dp.Attributes.Value("decision")
-				counts[d.AsString()] += dp.Value
-			}
-		}
-	}
+	counts := o.counts(t, "fencegw.decisions", "decision")
 	if counts["stale"] != 1 || counts["admitted"] != 1 || counts["forbidden"] != 2 || counts["unavailable"] != 1 {
 		t.Fatalf("decision counts = %v", counts)
 	}

@@ -17,9 +17,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/fencegw/fencegw/internal/testetcd"
-	"github.com/fencegw/fencegw/internal/testpg"
 )
 
 // receipt is one write as an upstream received it: from its handler's
@@ -106,13 +103,7 @@ routes:
 // write at a higher epoch started, for the leased resource across all
 // replicas, and per replica on the raw route.
 func TestExclusiveEpochsAcrossReplicas(t *testing.T) {
-	stores := map[string]func(t *testing.T) string{
-		"postgres": func(t *testing.T) string { return testpg.Shared(t).NewDatabase(t) },
-		"etcd": func(t *testing.T) string {
-			return "etcd://" + strings.Join(testetcd.Start(t, 1).Endpoints(), ",")
-		},
-	}
-	for name, storeURL := range stores {
+	for name, storeURL := range sharedStores {
 		t.Run(name, func(t *testing.T) {
 			store := storeURL(t)
 			leased, raw := &receiptLog{}, &receiptLog{}

@@ -130,16 +130,19 @@ func TestKilledGatewayKeepsHWM(t *testing.T) {
 	}
 }
 
+// sharedStores start a fresh store that replicas can share, by name, and
+// return its store URL.
+var sharedStores = map[string]func(t *testing.T) string{
+	"postgres": func(t *testing.T) string { return testpg.Shared(t).NewDatabase(t) },
+	"etcd": func(t *testing.T) string {
+		return "etcd://" + strings.Join(testetcd.Start(t, 1).Endpoints(), ",")
+	},
+}
+
 // TestReplicaProcessesShareTheFence runs two gateway processes over one
 // PostgreSQL database and one etcd cluster, opened from store URLs.
 func TestReplicaProcessesShareTheFence(t *testing.T) {
-	stores := map[string]func(t *testing.T) string{
-		"postgres": func(t *testing.T) string { return testpg.Shared(t).NewDatabase(t) },
-		"etcd": func(t *testing.T) string {
-			return "etcd://" + strings.Join(testetcd.Start(t, 1).Endpoints(), ",")
-		},
-	}
-	for name, storeURL := range stores {
+	for name, storeURL := range sharedStores {
 		t.Run(name, func(t *testing.T) {
 			up := okUpstream(t)
 			store := storeURL(t)

@@ -92,22 +92,44 @@ type arrival struct {
 	at            time.Time
 }
 
-// TestSeedTimelineWithProcesses plays the seed article's timeline with real
-// processes: node-a leads and writes; it is frozen with SIGSTOP past its
-// lease; node-b takes over with a higher epoch; node-a wakes, its write is
-// refused with 412 and it steps down; the upstream received nothing from
-// node-a after the takeover.
-func TestSeedTimelineWithProcesses(t *testing.T) {
+// arrivalUpstream is an upstream that answers 201 and notes each write's
+// arrival; arrived returns those so far.
+func arrivalUpstream(t *testing.T) (up *httptest.Server, arrived func() []arrival) {
 	var mu sync.Mutex
 	var arrivals []arrival
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	up = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		mu.Lock()
 		arrivals = append(arrivals, arrival{r.Header.Get("X-Holder"), r.Header.Get("Fencing-Epoch"), time.Now()})
 		mu.Unlock()
 		w.WriteHeader(http.StatusCreated)
 	}))
-	defer up.Close()
+	t.Cleanup(up.Close)
+	return up, func() []arrival {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]arrival(nil), arrivals...)
+	}
+}
+
+// writes counts the writes p reported.
+func (p *leaderProc) writes() int {
+	n := 0
+	for _, ev := range p.snapshot() {
+		if ev["event"] == "write" {
+			n++
+		}
+	}
+	return n
+}
+
+// TestSeedTimelineWithProcesses plays the seed article's timeline with real
+// processes: node-a leads and writes; it is frozen with SIGSTOP past its
+// lease; node-b takes over with a higher epoch; node-a wakes, its write is
+// refused with 412 and it steps down; the upstream received nothing from
+// node-a after the takeover.
+func TestSeedTimelineWithProcesses(t *testing.T) {
+	up, arrived := arrivalUpstream(t)
 	gw := start(t, "--store", filepath.Join(t.TempDir(), "s.db"), "--signed-route", "/w/="+up.URL)
 
 	a := startLeader(t, gw.api, gw.proxy+"/w/send", "node-a", 300*time.Millisecond)
@@ -126,17 +148,8 @@ func TestSeedTimelineWithProcesses(t *testing.T) {
 	// Freeze node-a between jobs (a pause strikes while it works, as in the
 	// seed), not with a write in flight: right after a write returned, it
 	// sleeps its 300 ms job before the next.
-	writes := func() int {
-		n := 0
-		for _, ev := range a.snapshot() {
-			if ev["event"] == "write" {
-				n++
-			}
-		}
-		return n
-	}
-	seen := writes()
-	a.await(t, "node-a's next write", func(map[string]any) bool { return writes() > seen })
+	seen := a.writes()
+	a.await(t, "node-a's next write", func(map[string]any) bool { return a.writes() > seen })
 	if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
@@ -157,8 +170,7 @@ func TestSeedTimelineWithProcesses(t *testing.T) {
 	b.await(t, "node-b's first write", func(ev map[string]any) bool { return ev["event"] == "write" && ev["status"] == 201.0 })
 	time.Sleep(500 * time.Millisecond) // anything node-a still had in flight arrives
 
-	mu.Lock()
-	defer mu.Unlock()
+	arrivals := arrived()
 	var fromA, fromB int
 	for _, w := range arrivals {
 		switch w.holder {
@@ -187,16 +199,7 @@ func TestSeedTimelineWithProcesses(t *testing.T) {
 // write when it wakes is refused with 412, and nothing of node-a's reaches
 // the upstream after t=15, when its lease lapsed.
 func TestSeedTimelineRealDurations(t *testing.T) {
-	var mu sync.Mutex
-	var arrivals []arrival
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		mu.Lock()
-		arrivals = append(arrivals, arrival{r.Header.Get("X-Holder"), r.Header.Get("Fencing-Epoch"), time.Now()})
-		mu.Unlock()
-		w.WriteHeader(http.StatusCreated)
-	}))
-	defer up.Close()
+	up, arrived := arrivalUpstream(t)
 	gw := start(t, "--store", filepath.Join(t.TempDir(), "s.db"), "--signed-route", "/w/="+up.URL)
 	seed := []string{"--lease-duration", "15s", "--renew-deadline", "10s", "--retry", "2s"}
 
@@ -206,17 +209,8 @@ func TestSeedTimelineRealDurations(t *testing.T) {
 	b := startLeader(t, gw.api, gw.proxy+"/w/send", "node-b", 200*time.Millisecond, seed...)
 	// t=1: node-a pauses between jobs, right after a write returned.
 	time.Sleep(time.Until(t0.Add(800 * time.Millisecond)))
-	writes := func() int {
-		n := 0
-		for _, ev := range a.snapshot() {
-			if ev["event"] == "write" {
-				n++
-			}
-		}
-		return n
-	}
-	seen := writes()
-	a.await(t, "node-a's next write", func(map[string]any) bool { return writes() > seen })
+	seen := a.writes()
+	a.await(t, "node-a's next write", func(map[string]any) bool { return a.writes() > seen })
 	if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
@@ -230,8 +224,7 @@ func TestSeedTimelineRealDurations(t *testing.T) {
 	})
 	time.Sleep(500 * time.Millisecond)
 
-	mu.Lock()
-	defer mu.Unlock()
+	arrivals := arrived()
 	lapse := t0.Add(15 * time.Second)
 	var fromA, fromB int
 	for _, w := range arrivals {

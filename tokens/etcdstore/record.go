@@ -228,35 +228,30 @@ func decodeRecord(kv *mvccpb.KeyValue) (leaseRecord, error) {
 // written in one transaction, so while the alive key exists they name the
 // same holder, epoch and etcd lease.
 func checkAlive(kv *mvccpb.KeyValue, st leaseState) error {
-	var a aliveValue
-	if err := json.Unmarshal(kv.Value, &a); err != nil {
-		return corrupt(kv, fmt.Sprintf("not an alive value: %v", err))
-	}
-	switch {
-	case !st.found:
-		return corrupt(kv, "alive key without a lease record")
-	case a.Holder != st.rec.Holder || a.Epoch != st.rec.Epoch:
-		return corrupt(kv, fmt.Sprintf("names %q at epoch %d, the record %q at epoch %d", a.Holder, a.Epoch, st.rec.Holder, st.rec.Epoch))
-	case kv.Lease == 0 || kv.Lease != st.rec.EtcdLease:
-		return corrupt(kv, fmt.Sprintf("attached to etcd lease %x, the record names %x", kv.Lease, st.rec.EtcdLease))
-	}
-	return nil
+	return checkAttached(kv, st, "alive", st.rec.EtcdLease)
 }
 
 // checkDelay checks a delay key against the record read with it, as
 // checkAlive does an alive key.
 func checkDelay(kv *mvccpb.KeyValue, st leaseState) error {
+	return checkAttached(kv, st, "delay", st.rec.DelayLease)
+}
+
+// checkAttached checks a key of kind (alive, delay) written with st's
+// record: it names the record's holder and epoch and is attached to the
+// record's etcd lease want.
+func checkAttached(kv *mvccpb.KeyValue, st leaseState, kind string, want int64) error {
 	var a aliveValue
 	if err := json.Unmarshal(kv.Value, &a); err != nil {
-		return corrupt(kv, fmt.Sprintf("not a delay value: %v", err))
+		return corrupt(kv, fmt.Sprintf("not a valid %s value: %v", kind, err))
 	}
 	switch {
 	case !st.found:
-		return corrupt(kv, "delay key without a lease record")
+		return corrupt(kv, kind+" key without a lease record")
 	case a.Holder != st.rec.Holder || a.Epoch != st.rec.Epoch:
 		return corrupt(kv, fmt.Sprintf("names %q at epoch %d, the record %q at epoch %d", a.Holder, a.Epoch, st.rec.Holder, st.rec.Epoch))
-	case kv.Lease == 0 || kv.Lease != st.rec.DelayLease:
-		return corrupt(kv, fmt.Sprintf("attached to etcd lease %x, the record names %x", kv.Lease, st.rec.DelayLease))
+	case kv.Lease == 0 || kv.Lease != want:
+		return corrupt(kv, fmt.Sprintf("attached to etcd lease %x, the record names %x", kv.Lease, want))
 	}
 	return nil
 }

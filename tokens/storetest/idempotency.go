@@ -43,6 +43,18 @@ func mustClaim(t *testing.T, s tokens.Store, res, key string, rec tokens.IdemRec
 	return got, created
 }
 
+// claimAndSettle claims key on resource r as claim c1, then settles it in
+// state with answer a.
+func claimAndSettle(t *testing.T, s tokens.Store, key string, state tokens.IdemState, a *tokens.IdemAnswer) {
+	t.Helper()
+	mustClaim(t, s, "r", key, pending("c1"), time.Hour)
+	rec := pending("c1")
+	rec.State, rec.Answer = state, a
+	if err := s.SettleKey(ctx(t), "r", key, "c1", &rec); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // answer is an upstream answer with every kind of byte in its body.
 var answer = &tokens.IdemAnswer{Status: 201, Header: map[string][]string{"Content-Type": {"application/json"}, "X-Id": {"a", "b"}},
 	Body: append([]byte(`{"id":1001}`), 0, 0xff, '\n')}
@@ -66,12 +78,7 @@ func testClaimOnce(t *testing.T, f Factory) {
 
 func testSettleDone(t *testing.T, f Factory) {
 	s := f(t)
-	mustClaim(t, s, "r", "k", pending("c1"), time.Hour)
-	done := pending("c1")
-	done.State, done.Answer = tokens.IdemDone, answer
-	if err := s.SettleKey(ctx(t), "r", "k", "c1", &done); err != nil {
-		t.Fatal(err)
-	}
+	claimAndSettle(t, s, "k", tokens.IdemDone, answer)
 	got, created := mustClaim(t, s, "r", "k", pending("c2"), time.Hour)
 	if created || got.State != tokens.IdemDone || got.Answer == nil || got.Answer.Status != 201 ||
 		!bytes.Equal(got.Answer.Body, answer.Body) || fmt.Sprint(got.Answer.Header) != fmt.Sprint(answer.Header) {
@@ -85,12 +92,7 @@ func testSettleDone(t *testing.T, f Factory) {
 
 func testSettleUnknown(t *testing.T, f Factory) {
 	s := f(t)
-	mustClaim(t, s, "r", "k", pending("c1"), time.Hour)
-	unknown := pending("c1")
-	unknown.State = tokens.IdemUnknown
-	if err := s.SettleKey(ctx(t), "r", "k", "c1", &unknown); err != nil {
-		t.Fatal(err)
-	}
+	claimAndSettle(t, s, "k", tokens.IdemUnknown, nil)
 	if got, created := mustClaim(t, s, "r", "k", pending("c2"), time.Hour); created || got.State != tokens.IdemUnknown {
 		t.Fatalf("claim after an unknown outcome = %+v, %t", got, created)
 	}
@@ -146,12 +148,7 @@ func testConcurrentClaims(t *testing.T, f Factory) {
 
 func testIdemRestart(t *testing.T, f Factory) {
 	s := f(t)
-	mustClaim(t, s, "r", "k", pending("c1"), time.Hour)
-	done := pending("c1")
-	done.State, done.Answer = tokens.IdemDone, answer
-	if err := s.SettleKey(ctx(t), "r", "k", "c1", &done); err != nil {
-		t.Fatal(err)
-	}
+	claimAndSettle(t, s, "k", tokens.IdemDone, answer)
 	mustClaim(t, s, "r", "pending", pending("c9"), time.Hour)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
@@ -202,12 +199,7 @@ func testInvalidIdemKeys(t *testing.T, f Factory) {
 
 func testForgetKey(t *testing.T, f Factory) {
 	s := f(t)
-	mustClaim(t, s, "r", "k", pending("c1"), time.Hour)
-	unknown := pending("c1")
-	unknown.State = tokens.IdemUnknown
-	if err := s.SettleKey(ctx(t), "r", "k", "c1", &unknown); err != nil {
-		t.Fatal(err)
-	}
+	claimAndSettle(t, s, "k", tokens.IdemUnknown, nil)
 	if found, err := s.ForgetKey(ctx(t), "r", "k"); err != nil || !found {
 		t.Fatalf("ForgetKey of an unknown outcome = %t, %v", found, err)
 	}
