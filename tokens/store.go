@@ -44,6 +44,7 @@ type Store interface {
 	LeaseStore
 	IdempotencyStore
 	LeaseNotifier
+	AuditStore
 }
 
 // KeyKeeper is implemented by shared stores that can keep the token

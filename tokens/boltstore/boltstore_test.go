@@ -104,3 +104,7 @@ func TestLockDelaySurvivesRestart(t *testing.T) {
 func TestIdempotencyContract(t *testing.T) {
 	storetest.RunIdempotency(t, fresh)
 }
+
+func TestAuditContract(t *testing.T) {
+	storetest.RunAudit(t, fresh)
+}

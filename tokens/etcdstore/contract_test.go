@@ -34,3 +34,7 @@ func freshUnder(c *testetcd.Cluster, base string) func(t *testing.T) storetest.F
 func TestIdempotencyContract(t *testing.T) {
 	storetest.RunIdempotency(t, freshUnder(testetcd.Start(t, 1), "/idem/"))
 }
+
+func TestAuditContract(t *testing.T) {
+	storetest.RunAudit(t, freshUnder(testetcd.Start(t, 1), "/audit/"))
+}

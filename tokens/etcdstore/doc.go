@@ -58,8 +58,16 @@
 // fail closed. Operations wait for the cluster as long as their context
 // allows, so callers should give them a deadline.
 //
+// # Audit
+//
+// The durable audit (tokens.AuditStore) keeps each entry as JSON under
+// P + "\x00audit/" + stream + "/" + ID. IDs start with their interval's
+// time, so key order is time order: a page is one descending range read and
+// a purge by age is one range delete.
+//
 // Nothing in this package deletes keys, except that revoking or letting an
-// etcd lease lapse deletes its alive key. An operator who deletes or rewrites
+// etcd lease lapse deletes its alive key, and audit purges delete audit
+// entries. An operator who deletes or rewrites
 // a key by hand lowers or corrupts that resource's HWM or lease; the store
 // cannot detect a deletion.
 package etcdstore

@@ -459,3 +459,5 @@ func TestAdvanceRacesGrants(t *testing.T) {
 }
 
 func TestIdempotencyContract(t *testing.T) { storetest.RunIdempotency(t, fresh) }
+
+func TestAuditContract(t *testing.T) { storetest.RunAudit(t, fresh) }

@@ -101,6 +101,25 @@ $$;
 CREATE TRIGGER fencegw_lease_notify AFTER INSERT OR UPDATE ON ` + o.ident(leaseTable) + `
 	FOR EACH ROW EXECUTE FUNCTION ` + fn + `()`
 	},
+	func(o *options) string {
+		// The durable audit: one row per entry of each stream, the entry
+		// as JSON and the columns lists filter by copied out of it. IDs
+		// sort by interval, so the primary key serves paging and purges.
+		t := o.ident(auditTable)
+		return `CREATE TABLE ` + t + ` (
+	stream   text COLLATE "C" NOT NULL,
+	id       text COLLATE "C" NOT NULL,
+	resource text COLLATE "C" NOT NULL,
+	kind     text COLLATE "C" NOT NULL,
+	holder   text COLLATE "C" NOT NULL,
+	replica  text COLLATE "C" NOT NULL,
+	first_at timestamptz NOT NULL,
+	last_at  timestamptz NOT NULL,
+	entry    jsonb NOT NULL,
+	PRIMARY KEY (stream, id)
+);
+CREATE INDEX ON ` + t + ` (stream, resource, id)`
+	},
 }
 
 // migrate brings the schema to the latest version in one transaction under

@@ -27,12 +27,15 @@ func WithSchema(schema string) Option {
 // the Name of the tokens.Caller that acquired the grant, empty if unowned)
 // and, from version 5, lock_delay_ms and released. The idempotency table
 // (version 6) holds one row per (resource, key) claimed: its record as
-// JSON, the claim and state copied out of it, and expires_at.
+// JSON, the claim and state copied out of it, and expires_at. The audit
+// table (version 8) holds one row per audit entry: stream, id, the entry as
+// JSON, and its resource, kind, holder, replica, first_at and last_at.
 const (
 	hwmTable     = "fencegw_hwm"
 	leaseTable   = "fencegw_lease"
 	keyTable     = "fencegw_key"
 	idemTable    = "fencegw_idempotency"
+	auditTable   = "fencegw_audit"
 	versionTable = "fencegw_schema_version"
 )
 

@@ -20,6 +20,7 @@ type Store struct {
 	pool      *pgxpool.Pool
 	q         queries
 	iq        idemQueries
+	aq        auditQueries
 	listen    *listener
 	closeOnce sync.Once
 }
@@ -53,7 +54,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("pgstore: schema: %w", err)
 	}
-	return &Store{pool: pool, q: newQueries(&o), iq: newIdemQueries(o.ident(idemTable)), listen: &listener{pool: pool}}, nil
+	return &Store{pool: pool, q: newQueries(&o), iq: newIdemQueries(o.ident(idemTable)), aq: newAuditQueries(o.ident(auditTable)), listen: &listener{pool: pool}}, nil
 }
 
 // Current returns the HWM of resource, or 0 if none was recorded. It reads

@@ -1,0 +1,162 @@
+package tokens
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// AuditStream names one of the audit's two logs.
+type AuditStream string
+
+// The audit's logs.
+const (
+	// AuditRefusals: refused fenced writes, one entry per kind of refusal
+	// (resource, decision, epochs, holder, route, status, replica) and
+	// interval.
+	AuditRefusals AuditStream = "refusals"
+	// AuditLeases: lease history: grants, renewals (one entry per grant,
+	// replica and interval), releases and lapses.
+	AuditLeases AuditStream = "leases"
+)
+
+// Valid reports whether s is one of the audit's logs.
+func (s AuditStream) Valid() bool { return s == AuditRefusals || s == AuditLeases }
+
+// The lease events of the AuditLeases log (an entry's Kind).
+const (
+	LeaseAcquired = "acquired"
+	LeaseRenewed  = "renewed"
+	LeaseReleased = "released"
+	// LeaseExpired is recorded when a grant is found lapsed: by the
+	// acquire that follows it. First is when it lapsed.
+	LeaseExpired = "expired"
+)
+
+// MaxAuditSamples bounds the trace ids an entry keeps.
+const MaxAuditSamples = 5
+
+// AuditEntry is one line of the durable audit: events that are identical
+// but for their time, counted over one interval. A writer keeps an entry's
+// running total and writes it whole each time it changed (PutAudit), so a
+// write that is retried or repeated counts nothing twice.
+type AuditEntry struct {
+	Stream AuditStream `json:"stream"`
+	// ID identifies the entry within its stream and orders it: the start
+	// of its interval in Unix milliseconds, zero-padded, then a digest of
+	// what makes its events identical (see AuditID). Newer intervals sort
+	// higher.
+	ID string `json:"id"`
+	// Resource is the resource refused, or the lease's name.
+	Resource string `json:"resource"`
+	// Kind is the decision (refusals) or the lease event (leases).
+	Kind    string `json:"kind"`
+	Holder  string `json:"holder,omitempty"`
+	Replica string `json:"replica,omitempty"`
+	// Epoch is the presented epoch (refusals) or the grant's (leases).
+	Epoch int64 `json:"epoch,omitempty"`
+	// CurrentEpoch is the resource's HWM when a write was refused.
+	CurrentEpoch int64  `json:"current_epoch,omitempty"`
+	Route        string `json:"route,omitempty"`
+	Status       int    `json:"status,omitempty"`
+	// ExpiresAt is the grant's expiry after the event (acquired, renewed:
+	// the latest renewal's).
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
+	// TTL and LockDelay are the grant's terms.
+	TTL       time.Duration `json:"ttl,omitempty"`
+	LockDelay time.Duration `json:"lock_delay,omitempty"`
+	// PreviousHolder and PreviousEpoch name the grant an acquire took
+	// over from.
+	PreviousHolder string `json:"previous_holder,omitempty"`
+	PreviousEpoch  int64  `json:"previous_epoch,omitempty"`
+	// First and Last are the times of the first and last event counted.
+	First time.Time `json:"first"`
+	Last  time.Time `json:"last"`
+	// Count is how many events the entry stands for.
+	Count int64 `json:"count"`
+	// TraceIDs are the traces of the first few events (MaxAuditSamples).
+	TraceIDs []string `json:"trace_ids,omitempty"`
+}
+
+// AuditID returns the ID of the entry of interval start whose events are
+// identified by parts.
+func AuditID(start time.Time, parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(p)))
+		h.Write(n[:])
+		h.Write([]byte(p))
+	}
+	return fmt.Sprintf("%013d-%x", max(start.UnixMilli(), 0), h.Sum(nil)[:8])
+}
+
+// AuditIDBefore returns an ID that sorts below every ID of intervals that
+// start at t or later.
+func AuditIDBefore(t time.Time) string {
+	return fmt.Sprintf("%013d", max(t.UnixMilli(), 0))
+}
+
+// ValidAuditID reports whether id has AuditID's form.
+func ValidAuditID(id string) bool {
+	if len(id) != 13+1+16 || id[13] != '-' {
+		return false
+	}
+	if _, err := strconv.ParseUint(id[:13], 10, 64); err != nil {
+		return false
+	}
+	_, err := strconv.ParseUint(id[14:], 16, 64)
+	return err == nil
+}
+
+// AuditQuery selects audit entries of one stream, newest interval first.
+// Empty fields select everything.
+type AuditQuery struct {
+	Stream   AuditStream
+	Resource string
+	Kind     string
+	Holder   string
+	Replica  string
+	// Since and Until keep the entries whose [First, Last] meets them.
+	Since, Until time.Time
+	// Before, when not empty, keeps the entries whose ID sorts below it:
+	// the last ID of the page before.
+	Before string
+	// Limit is the most entries returned (at least 1).
+	Limit int
+}
+
+// Matches reports whether e is selected by q's filters (not by Before or
+// Limit, which stores apply as they scan).
+func (q AuditQuery) Matches(e AuditEntry) bool {
+	switch {
+	case q.Resource != "" && e.Resource != q.Resource,
+		q.Kind != "" && e.Kind != q.Kind,
+		q.Holder != "" && e.Holder != q.Holder,
+		q.Replica != "" && e.Replica != q.Replica,
+		!q.Since.IsZero() && e.Last.Before(q.Since),
+		!q.Until.IsZero() && e.First.After(q.Until):
+		return false
+	}
+	return true
+}
+
+// AuditStore keeps the durable audit in the fencing store, shared by every
+// replica and kept across restarts.
+type AuditStore interface {
+	// PutAudit stores each entry under its stream and ID, replacing the
+	// entry there. Entries are written whole by the one writer that counts
+	// them, so a retried put is harmless. A batch may be written in part
+	// when it fails.
+	PutAudit(ctx context.Context, entries []AuditEntry) error
+	// ListAudit returns up to q.Limit entries selected by q, highest ID
+	// first.
+	ListAudit(ctx context.Context, q AuditQuery) ([]AuditEntry, error)
+	// PurgeAudit deletes stream's entries whose interval started before
+	// before, then the oldest of those left beyond the newest keep, and
+	// returns how many it deleted.
+	PurgeAudit(ctx context.Context, stream AuditStream, before time.Time, keep int) (int, error)
+}
