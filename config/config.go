@@ -67,21 +67,49 @@ type Config struct {
 	// Telemetry tunes what fencegw reports. Exporters are configured by the
 	// standard OTEL_* environment variables, not here.
 	Telemetry Telemetry `yaml:"telemetry"`
+	// Audit tunes the durable audit of refusals and lease history.
+	Audit Audit `yaml:"audit"`
+	// UI tunes the timeline page at /ui/ on the control API.
+	UI UI `yaml:"ui"`
 	// Routes are the proxied paths.
 	Routes []Route `yaml:"routes"`
 }
 
-// Telemetry tunes metrics labels and the audit of refusals.
+// Telemetry tunes metrics labels and profiles.
 type Telemetry struct {
 	// ResourceLabels adds resource names to lease metrics (unbounded
 	// cardinality: only for a known, small set of resources).
 	ResourceLabels bool `yaml:"resource_labels"`
-	// AuditSize is how many recent refusals each replica keeps for
-	// GET /v1/audit/rejections.
-	AuditSize int `yaml:"audit_size"`
 	// Pprof serves Go's profiles under /debug/pprof/ on the control API
 	// (an admin key when api_keys are set; loopback only otherwise).
 	Pprof bool `yaml:"pprof"`
+}
+
+// Audit tunes the durable audit: refused writes and lease history, kept
+// in the store and shared by every replica.
+type Audit struct {
+	// Replica names this gateway in the entries it records (default: the
+	// host name).
+	Replica string `yaml:"replica"`
+	// Interval is how long identical events are counted as one entry.
+	Interval Duration `yaml:"interval"`
+	// Flush is how often changed entries are written to the store.
+	Flush Duration `yaml:"flush"`
+	// MaxPending bounds the entries held in memory while they wait to be
+	// written; events beyond it are dropped and counted.
+	MaxPending int `yaml:"max_pending"`
+	// Retention is how long entries are kept.
+	Retention Duration `yaml:"retention"`
+	// MaxEntries bounds the entries kept per log (refusals, leases); the
+	// oldest go first.
+	MaxEntries int `yaml:"max_entries"`
+}
+
+// UI tunes the timeline page.
+type UI struct {
+	// TraceURL links trace ids to a trace viewer: an http(s) URL with
+	// {trace_id} in it (none when empty).
+	TraceURL string `yaml:"trace_url"`
 }
 
 // Signing configures signed tokens.
@@ -185,7 +213,8 @@ func Default() Config {
 		MaxHeaderBytes:                64 << 10,
 		LogLevel:                      "info",
 		LogFormat:                     "json",
-		Telemetry:                     Telemetry{AuditSize: 4096},
+		Audit: Audit{Interval: Duration(10 * time.Second), Flush: Duration(time.Second), MaxPending: 10000,
+			Retention: Duration(30 * 24 * time.Hour), MaxEntries: 100_000},
 		Idempotency:                   Idempotency{TTL: Duration(24 * time.Hour), MaxAnswerBytes: 64 << 10},
 		Signing: Signing{
 			Issuer:        "fencegw",

@@ -78,6 +78,15 @@ func TestValidationNamesTheField(t *testing.T) {
 		"routes: [{prefix: /a/, upstream: \"http://a\", methods: [post]}]":                           "routes[0].methods[0]: \"post\" is not an HTTP method",
 		"routes: [{prefix: /a/, upstream: \"http://a\"}, {prefix: /a/, upstream: \"http://b\"}]":     "routes[1].prefix: routes[0] already serves",
 		"routes: [{prefix: /a/../b/, upstream: \"http://a\"}]":                                       "routes[0].prefix:",
+		"audit: {interval: 500ms}":                       "audit.interval: must be from 1s to 1h",
+		"audit: {flush: 2m}":                             "audit.flush: must be from 10ms to 1m",
+		"audit: {max_pending: 5}":                        "audit.max_pending: must be from 100",
+		"audit: {retention: 10s}":                        "audit.retention: must be from 1m",
+		"audit: {max_entries: 0}":                        "audit.max_entries: must be from 100",
+		"audit: {replica: \"a\\tb\"}":                    "audit.replica: must be at most 128 printable",
+		"ui: {trace_url: \"https://tracing.example/x\"}": "ui.trace_url: must contain {trace_id}",
+		"ui: {trace_url: \"/trace/{trace_id}\"}":         "ui.trace_url: must be an absolute http or https URL",
+		"ui: {trace_url: \"javascript:{trace_id}\"}":     "ui.trace_url: must be an absolute http or https URL",
 	}
 	for yml, want := range cases {
 		doc := yml

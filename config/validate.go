@@ -60,8 +60,9 @@ func (c *Config) Validate() error {
 	if d := c.LockDelay.D(); d < 0 || d > tokens.MaxLockDelay {
 		bad("lock_delay", "must be from 0 to %s, got %s", tokens.MaxLockDelay, d)
 	}
-	if c.Telemetry.AuditSize < 1 || c.Telemetry.AuditSize > 1_000_000 {
-		bad("telemetry.audit_size", "must be from 1 to 1000000, got %d", c.Telemetry.AuditSize)
+	validateAudit(c.Audit, bad)
+	if err := CheckTraceURL(c.UI.TraceURL); err != nil {
+		bad("ui.trace_url", "%v", err)
 	}
 	if c.MaxBodyBytes < 0 {
 		bad("max_body_bytes", "must not be negative")

@@ -66,6 +66,8 @@ type ControlOptions struct {
 //	GET  /v1/leases/{name}/watch       a lease's changes, as server-sent events
 //	DELETE /v1/idempotency/{resource}/{key}  forget an Idempotency-Key's record (admin)
 //	GET  /v1/fences/{resource}         the resource's current epoch (admin)
+//	GET  /v1/audit/rejections          refused writes, cluster-wide (admin)
+//	GET  /v1/audit/leases              lease history, cluster-wide (admin)
 //
 // With API keys, the lease endpoints need a key allowed for the lease name
 // and the fence endpoint an admin key; the others are open.
@@ -140,6 +142,7 @@ func NewControlRouter(o ControlOptions) chi.Router {
 		r.Get("/v1/fences/{resource}", c.getFence)
 		r.Delete("/v1/idempotency/{resource}/{key}", c.forgetIdemKey)
 		r.Get("/v1/audit/rejections", c.rejections)
+		r.Get("/v1/audit/leases", c.leaseHistory)
 		if o.Pprof {
 			mountPprof(r)
 		}

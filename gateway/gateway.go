@@ -71,7 +71,7 @@ func New(o Options) http.Handler {
 // mustObserver returns an Observer that reports nothing; building it cannot
 // fail.
 func mustObserver() *Observer {
-	o, err := NewObserver(nil, nil, nil, nil)
+	o, err := NewObserver(nil, nil, nil)
 	if err != nil {
 		panic(err)
 	}

@@ -176,10 +176,19 @@ func (u *upstream) requests() []*http.Request {
 
 // gw is one gateway replica: proxy and control API over one store client.
 type gw struct {
-	proxy *httptest.Server
-	api   *httptest.Server
-	fence *tokens.Fence
-	auth  *testAuthority
+	proxy  *httptest.Server
+	api    *httptest.Server
+	fence  *tokens.Fence
+	auth   *testAuthority
+	server *server.Server
+}
+
+// flushAudit writes the gateway's audit entries to its store now.
+func (g *gw) flushAudit(t *testing.T) {
+	t.Helper()
+	if err := g.server.FlushAudit(context.Background()); err != nil {
+		t.Fatalf("flush audit: %v", err)
+	}
 }
 
 type routeSpec struct {
@@ -234,6 +243,10 @@ type gatewayOptions struct {
 	observed *observed
 	// heartbeat is the lease watches' heartbeat (the default when 0).
 	heartbeat time.Duration
+	// replica names the gateway in the audit (the host name when empty).
+	replica string
+	// auditFlush is how often the audit is written (the default when 0).
+	auditFlush time.Duration
 }
 
 // tokensEpochSource abbreviates the epoch source type in tables.
@@ -257,6 +270,10 @@ func newGatewayWith(t *testing.T, store tokens.Store, up *upstream, o gatewayOpt
 	if o.upstreamTimeout > 0 {
 		c.UpstreamTimeout = config.Duration(o.upstreamTimeout)
 	}
+	c.Audit.Replica = o.replica
+	if o.auditFlush > 0 {
+		c.Audit.Flush = config.Duration(o.auditFlush)
+	}
 	sources := map[*config.EpochSource]tokens.EpochSource{}
 	for _, s := range specs {
 		r := config.Route{Prefix: s.prefix, Upstream: up.srv.URL, Tokens: string(s.tokens), StripPrefix: s.strip,
@@ -278,7 +295,6 @@ func newGatewayWith(t *testing.T, store tokens.Store, up *upstream, o gatewayOpt
 		OpenSource: func(_ string, s *config.EpochSource) (tokens.EpochSource, error) { return sources[s], nil }}
 	if o.observed != nil {
 		opts.Telemetry = &telemetry.Telemetry{TracerProvider: o.observed.tp, MeterProvider: o.observed.mp}
-		opts.Audit = o.observed.audit
 	}
 	s, err := server.New(context.Background(), c, opts)
 	if err != nil {
@@ -289,8 +305,9 @@ func newGatewayWith(t *testing.T, store tokens.Store, up *upstream, o gatewayOpt
 	g := &gw{
 		proxy: httptest.NewServer(spec.Proxy(t.Name(), s.Proxy())),
 		api:   httptest.NewServer(spec.Control(t.Name(), s.Control())),
-		auth:  o.auth,
-		fence: s.Fence(),
+		auth:   o.auth,
+		fence:  s.Fence(),
+		server: s,
 	}
 	t.Cleanup(g.proxy.Close)
 	t.Cleanup(g.api.Close)

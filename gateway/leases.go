@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -101,6 +102,7 @@ func (c *control) acquire(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.Observer.leaseGranted(r.Context(), g)
+	c.recordGrant(r.Context(), g)
 	attrs := []slog.Attr{slog.String("lease", name), slog.String("holder", g.Holder), slog.Int64("epoch", g.Epoch)}
 	if g.Owner != "" {
 		attrs = append(attrs, slog.String("owner", g.Owner))
@@ -111,6 +113,25 @@ func (c *control) acquire(w http.ResponseWriter, r *http.Request) {
 	}
 	c.Logger.LogAttrs(r.Context(), slog.LevelInfo, "lease granted", attrs...)
 	c.writeLease(w, r, g.Lease)
+}
+
+// recordGrant records a grant in the lease history: the lapse of the grant
+// it followed, when that one lapsed without a release, and the grant, with
+// the one before it when it took over from another.
+func (c *control) recordGrant(ctx context.Context, g tokens.Grant) {
+	now := time.Now()
+	prev := g.Previous
+	if prev != nil && prev.Epoch < g.Epoch && !prev.Held && !prev.Released {
+		lapse := prev.ExpiresAt
+		if lapse.IsZero() || lapse.After(now) {
+			lapse = now
+		}
+		c.Observer.leaseHistory(ctx, lapse, tokens.LeaseExpired, *prev, nil)
+	}
+	if prev != nil && (prev.Holder == g.Holder && prev.Epoch == g.Epoch) {
+		prev = nil // the holder acquired its live grant again
+	}
+	c.Observer.leaseHistory(ctx, now, tokens.LeaseAcquired, g.Lease, prev)
 }
 
 func (c *control) renew(w http.ResponseWriter, r *http.Request) {
@@ -125,6 +146,7 @@ func (c *control) renew(w http.ResponseWriter, r *http.Request) {
 		c.leaseError(w, r, "renew", name, err)
 		return
 	}
+	c.Observer.leaseHistory(r.Context(), time.Now(), tokens.LeaseRenewed, l, nil)
 	c.writeLease(w, r, l)
 }
 
@@ -138,6 +160,7 @@ func (c *control) release(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.Observer.leaseEvent(r.Context(), "fencing.lease.released", c.Observer.leaseReleases, name, holder, epoch)
+	c.Observer.leaseHistory(r.Context(), time.Now(), tokens.LeaseReleased, tokens.Lease{Name: name, Holder: holder, Epoch: epoch}, nil)
 	c.Logger.LogAttrs(r.Context(), slog.LevelInfo, "lease released", slog.String("lease", name),
 		slog.String("holder", holder), slog.Int64("epoch", epoch), slog.String("caller", by.Name))
 	w.WriteHeader(http.StatusNoContent)

@@ -42,8 +42,9 @@ type Observer struct {
 	TracerProvider trace.TracerProvider
 	MeterProvider  metric.MeterProvider
 	Propagator     propagation.TextMapPropagator
-	// Audit keeps recent refusals; nil keeps none.
-	Audit *Audit
+	// Audit records refusals and lease events in the durable audit; nil
+	// records none.
+	Audit *AuditRecorder
 	// ResourceLabels adds the resource name to lease metrics. Off by
 	// default: resource names are unbounded.
 	ResourceLabels bool
@@ -61,8 +62,9 @@ type Observer struct {
 }
 
 // NewObserver builds an Observer. Nil providers observe nothing; a nil
-// propagator propagates W3C trace context and baggage.
-func NewObserver(tp trace.TracerProvider, mp metric.MeterProvider, prop propagation.TextMapPropagator, audit *Audit) (*Observer, error) {
+// propagator propagates W3C trace context and baggage. Set Audit to record
+// the durable audit.
+func NewObserver(tp trace.TracerProvider, mp metric.MeterProvider, prop propagation.TextMapPropagator) (*Observer, error) {
 	if tp == nil {
 		tp = tracenoop.NewTracerProvider()
 	}
@@ -72,7 +74,7 @@ func NewObserver(tp trace.TracerProvider, mp metric.MeterProvider, prop propagat
 	if prop == nil {
 		prop = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
 	}
-	o := &Observer{TracerProvider: tp, MeterProvider: mp, Propagator: prop, Audit: audit,
+	o := &Observer{TracerProvider: tp, MeterProvider: mp, Propagator: prop,
 		tracer: tp.Tracer(instrumentation)}
 	m := mp.Meter(instrumentation)
 	var errs [8]error
@@ -171,21 +173,32 @@ func (o *Observer) decisionSet(route string, d tokens.Decision) attribute.Set {
 	return s
 }
 
-// audit keeps a refusal in the audit.
+// audit counts a refusal in the durable audit.
 func (o *Observer) audit(r *http.Request, a Admission, p *Problem) {
 	if o.Audit == nil {
 		return
 	}
-	rej := Rejection{Time: time.Now().UTC(), Route: p.Route, Resource: p.Resource, PresentedEpoch: p.PresentedEpoch,
-		CurrentEpoch: p.CurrentEpoch, Holder: a.Holder, Decision: p.Decision(), Status: p.Status,
-		Method: r.Method, Path: r.URL.Path}
+	rej := Rejection{Route: p.Route, Resource: p.Resource, PresentedEpoch: p.PresentedEpoch,
+		CurrentEpoch: p.CurrentEpoch, Holder: a.Holder, Decision: p.Decision(), Status: p.Status}
 	if rej.Resource == "" {
 		rej.Resource = a.Resource
 	}
-	if sc := trace.SpanContextFromContext(r.Context()); sc.IsValid() {
-		rej.TraceID, rej.SpanID = sc.TraceID().String(), sc.SpanID().String()
+	o.Audit.Refused(time.Now(), rej, traceID(r.Context()))
+}
+
+// leaseHistory records a lease event in the durable audit.
+func (o *Observer) leaseHistory(ctx context.Context, at time.Time, event string, l tokens.Lease, previous *tokens.Lease) {
+	if o.Audit != nil {
+		o.Audit.Lease(at, event, l, previous, traceID(ctx))
 	}
-	o.Audit.Record(rej)
+}
+
+// traceID is the id of ctx's trace, or "".
+func traceID(ctx context.Context) string {
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		return sc.TraceID().String()
+	}
+	return ""
 }
 
 // leaseGranted records a grant on the request's span — a takeover with the

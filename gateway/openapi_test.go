@@ -205,10 +205,13 @@ func TestBodiesMatchSpec(t *testing.T) {
 		t.Fatal(err)
 	}
 	for schema, v := range map[string]any{
-		"Problem":   gateway.Problem{},
-		"Lease":     gateway.LeaseState{},
-		"Fence":     gateway.FenceState{},
-		"Rejection": gateway.Rejection{},
+		"Problem":      gateway.Problem{},
+		"Lease":        gateway.LeaseState{},
+		"Fence":        gateway.FenceState{},
+		"Rejection":    gateway.Rejection{},
+		"Rejections":   gateway.Rejections{},
+		"LeaseRecord":  gateway.LeaseRecord{},
+		"LeaseHistory": gateway.LeaseHistory{},
 	} {
 		s := doc.Components.Schemas[schema]
 		if s == nil {

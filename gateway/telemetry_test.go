@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/fencegw/fencegw/gateway"
+	"github.com/fencegw/fencegw/tokens"
 )
 
 // failingSource stands for an external election that cannot answer.
@@ -29,13 +31,12 @@ func (failingSource) Check(context.Context, string, int64) error { return errors
 type observed struct {
 	spans   *tracetest.SpanRecorder
 	metrics *sdkmetric.ManualReader
-	audit   *gateway.Audit
 	tp      *sdktrace.TracerProvider
 	mp      *sdkmetric.MeterProvider
 }
 
 func newObserved(t *testing.T) *observed {
-	o := &observed{spans: tracetest.NewSpanRecorder(), metrics: sdkmetric.NewManualReader(), audit: gateway.NewAudit(16)}
+	o := &observed{spans: tracetest.NewSpanRecorder(), metrics: sdkmetric.NewManualReader()}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(o.spans))
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(o.metrics))
 	t.Cleanup(func() { tp.Shutdown(context.Background()); mp.Shutdown(context.Background()) })
@@ -199,19 +200,25 @@ func TestDecisionsOnSpans(t *testing.T) {
 		t.Fatalf("decision counts = %v", counts)
 	}
 
-	// The audit lists every refusal, newest first, with its trace.
+	// The audit lists every refusal, with its trace, once written.
+	g.flushAudit(t)
 	var list gateway.Rejections
 	if err := json.Unmarshal(do(t, "GET", g.api.URL+"/v1/audit/rejections?limit=100", nil, "").body, &list); err != nil {
 		t.Fatal(err)
 	}
-	if len(list.Rejections) != len(cases)-1 || list.Rejections[0].Decision != "unavailable" {
+	decisions := map[tokens.Decision]int64{}
+	for _, rej := range list.Rejections {
+		decisions[rej.Decision] += rej.Count
+	}
+	if len(list.Rejections) != len(cases)-1 || decisions["stale"] != 1 || decisions["unavailable"] != 1 || decisions["forbidden"] != 2 {
 		t.Fatalf("audit = %+v", list.Rejections)
 	}
 	_, staleTrace := traceparent(1)
 	var found bool
 	for _, rej := range list.Rejections {
 		if rej.Decision == "stale" {
-			found = rej.TraceID == staleTrace && rej.Resource == "invoice-sweeper" && *rej.CurrentEpoch == lease.Epoch
+			found = slices.Equal(rej.TraceIDs, []string{staleTrace}) && rej.Resource == "invoice-sweeper" &&
+				*rej.CurrentEpoch == lease.Epoch && rej.Replica != "" && rej.Count == 1
 		}
 	}
 	if !found {

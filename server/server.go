@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -54,9 +55,6 @@ type Options struct {
 	OpenSource func(field string, s *config.EpochSource) (tokens.EpochSource, error)
 	// Transport, when set, carries every request to upstreams.
 	Transport http.RoundTripper
-	// Audit keeps the refusals the control API lists; nil keeps
-	// telemetry.audit_size of them in memory.
-	Audit *gateway.Audit
 	// WatchHeartbeat is how often idle lease watches send a comment
 	// (gateway.DefaultWatchHeartbeat when 0).
 	WatchHeartbeat time.Duration
@@ -83,6 +81,11 @@ type Server struct {
 	// stopPurge ends purgeLoop, which closes purged.
 	stopPurge chan struct{}
 	purged    chan struct{}
+	// audit records the durable audit; stopAudit ends its writing (with
+	// a last flush), then audited closes.
+	audit     *gateway.AuditRecorder
+	stopAudit context.CancelFunc
+	audited   chan struct{}
 
 	mu         sync.Mutex // guards sources and transports across reloads
 	sources    *sourceSet
@@ -106,11 +109,7 @@ func New(ctx context.Context, c config.Config, o Options) (s *Server, err error)
 			s.Close()
 		}
 	}()
-	audit := o.Audit
-	if audit == nil {
-		audit = gateway.NewAudit(c.Telemetry.AuditSize)
-	}
-	if s.obs, err = gateway.NewObserver(s.tel.TracerProvider, s.tel.MeterProvider, s.tel.Propagator, audit); err != nil {
+	if s.obs, err = gateway.NewObserver(s.tel.TracerProvider, s.tel.MeterProvider, s.tel.Propagator); err != nil {
 		return nil, err
 	}
 	s.obs.ResourceLabels = c.Telemetry.ResourceLabels
@@ -122,6 +121,12 @@ func New(ctx context.Context, c config.Config, o Options) (s *Server, err error)
 		}
 		s.ownsStore = true
 	}
+	if s.audit, err = gateway.NewAuditRecorder(s.store, gateway.AuditOptions{Replica: replicaName(c.Audit.Replica),
+		Interval: c.Audit.Interval.D(), Flush: c.Audit.Flush.D(), MaxPending: c.Audit.MaxPending,
+		StoreTimeout: c.StoreTimeout.D(), Logger: s.log, MeterProvider: s.tel.MeterProvider}); err != nil {
+		return nil, err
+	}
+	s.obs.Audit = s.audit
 	if s.auth == nil {
 		if s.auth, err = newAuthority(openCtx, c, s.store, s.log); err != nil {
 			return nil, err
@@ -153,6 +158,13 @@ func New(ctx context.Context, c config.Config, o Options) (s *Server, err error)
 		WatchHeartbeat: o.WatchHeartbeat})
 	s.stopPurge, s.purged = make(chan struct{}), make(chan struct{})
 	go s.purgeLoop(s.stopPurge, s.purged)
+	var auditCtx context.Context
+	auditCtx, s.stopAudit = context.WithCancel(context.Background())
+	s.audited = make(chan struct{})
+	go func() {
+		defer close(s.audited)
+		s.audit.Run(auditCtx)
+	}()
 	return s, nil
 }
 
@@ -170,6 +182,10 @@ func (s *Server) Authority() *signed.Authority { return s.auth }
 
 // Routes returns the route table in force.
 func (s *Server) Routes() *policy.Table { return s.routes.Table() }
+
+// FlushAudit writes the audit entries this replica holds to the store now,
+// rather than at the next audit.flush tick.
+func (s *Server) FlushAudit(ctx context.Context) error { return s.audit.Flush(ctx) }
 
 // Drain makes /readyz answer 503, so load balancers stop sending traffic
 // while in-flight requests finish, and ends every lease watch.
@@ -210,6 +226,11 @@ func (s *Server) Close() error {
 		<-s.purged
 		s.stopPurge = nil
 	}
+	if s.stopAudit != nil {
+		s.stopAudit() // the recorder writes what it holds, then returns
+		<-s.audited
+		s.stopAudit = nil
+	}
 	if s.sources != nil {
 		errs = append(errs, s.sources.Close())
 	}
@@ -226,6 +247,17 @@ func (s *Server) Close() error {
 		s.ownsStore = false
 	}
 	return errors.Join(errs...)
+}
+
+// replicaName is the configured audit replica name, or the host name.
+func replicaName(configured string) string {
+	if configured != "" {
+		return configured
+	}
+	if h, err := os.Hostname(); err == nil && h != "" {
+		return h
+	}
+	return "fencegw"
 }
 
 // routeTable builds the route table of c, opening its epoch sources into

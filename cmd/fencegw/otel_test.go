@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -204,14 +205,17 @@ func assertAudited(t *testing.T, gw *proc, traceID string) {
 	t.Helper()
 	var list struct {
 		Rejections []struct {
-			TraceID  string `json:"trace_id"`
-			Decision string `json:"decision"`
+			TraceIDs []string `json:"trace_ids"`
+			Decision string   `json:"decision"`
 		} `json:"rejections"`
 	}
-	getJSON(t, gw.api+"/v1/audit/rejections?resource=invoice-sweeper", &list)
+	// The audit is written to the store within audit.flush.
 	var audited bool
-	for _, r := range list.Rejections {
-		audited = audited || (r.TraceID == traceID && r.Decision == "stale")
+	for deadline := time.Now().Add(10 * time.Second); !audited && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		getJSON(t, gw.api+"/v1/audit/rejections?resource=invoice-sweeper", &list)
+		for _, r := range list.Rejections {
+			audited = audited || (slices.Contains(r.TraceIDs, traceID) && r.Decision == "stale")
+		}
 	}
 	if !audited {
 		t.Fatalf("the audit lacks the stale write of trace %s: %+v", traceID, list.Rejections)

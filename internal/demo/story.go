@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/fencegw/fencegw/gateway"
@@ -225,12 +226,21 @@ func (s *story) nodeAWakes(ctx context.Context) error {
 
 // refusalAudited: the audit lists the stale write, by its trace id.
 func (s *story) refusalAudited(ctx context.Context) error {
-	var audit gateway.Rejections
-	if err := s.w.api.GetJSON(ctx, "/v1/audit/rejections?resource="+resource, &audit); err != nil {
-		return fmt.Errorf("gateway: %w", err)
-	}
+	// The audit is written to the store in the background, within
+	// audit.flush of the refusal.
 	id := s.refused.TraceID
-	if len(audit.Rejections) != 1 || audit.Rejections[0].TraceID != id || audit.Rejections[0].Decision != tokens.DecisionStale {
+	var audit gateway.Rejections
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		if err := s.w.api.GetJSON(ctx, "/v1/audit/rejections?resource="+resource, &audit); err != nil {
+			return fmt.Errorf("gateway: %w", err)
+		}
+		if len(audit.Rejections) > 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if len(audit.Rejections) != 1 || audit.Rejections[0].Count != 1 || !slices.Equal(audit.Rejections[0].TraceIDs, []string{id}) ||
+		audit.Rejections[0].Decision != tokens.DecisionStale {
 		return fmt.Errorf("gateway: the audit should list the one stale write, of trace %s; it lists %+v", id, audit.Rejections)
 	}
 	s.n.say("gateway", "the email API never saw it; GET /v1/audit/rejections lists it: decision stale, trace %s", id)

@@ -81,7 +81,7 @@ func (w *world) startGateway(ctx context.Context) error {
 	c.UpstreamResponseHeaderTimeout = config.Duration(callTimeout)
 	c.UpstreamTimeout = config.Duration(callTimeout)
 	c.ShutdownTimeout = config.Duration(5 * time.Second)
-	c.Telemetry.AuditSize = 64
+	c.Audit.Flush = config.Duration(50 * time.Millisecond)
 	if err := c.Validate(); err != nil {
 		return err
 	}

@@ -1,0 +1,283 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+
+	"github.com/fencegw/fencegw/tokens"
+)
+
+// Defaults of AuditOptions.
+const (
+	DefaultAuditInterval   = 10 * time.Second
+	DefaultAuditFlush      = time.Second
+	DefaultAuditMaxPending = 10000
+)
+
+// AuditOptions tune an AuditRecorder.
+type AuditOptions struct {
+	// Replica names this gateway in the entries it records.
+	Replica string
+	// Interval is how long identical events are counted as one entry
+	// (DefaultAuditInterval when 0).
+	Interval time.Duration
+	// Flush is how often changed entries are written to the store
+	// (DefaultAuditFlush when 0).
+	Flush time.Duration
+	// MaxPending bounds the entries held in memory: those of intervals
+	// still open and those not yet written (DefaultAuditMaxPending when
+	// 0). An event that needs a new entry beyond it is dropped and
+	// counted in fencegw.audit.dropped.
+	MaxPending int
+	// StoreTimeout bounds one write (5s when 0).
+	StoreTimeout time.Duration
+	Logger       *slog.Logger
+	// MeterProvider counts dropped events and failed writes (none when
+	// nil).
+	MeterProvider metric.MeterProvider
+}
+
+// AuditRecorder records refused writes and lease events in the durable
+// audit (tokens.AuditStore) without slowing or failing a request: an event
+// only updates an entry in memory; Run writes the changed entries to the
+// store every Flush, in one batch. While the store cannot be written,
+// counts keep adding up in memory and are written once it can; events that
+// would need memory beyond MaxPending are dropped and counted in the
+// fencegw.audit.dropped metric, never silently.
+//
+// Each entry counts identical events of one replica (one process: its
+// entries' IDs include a random boot id) over one interval, and is written
+// whole, so a retried write counts nothing twice.
+type AuditRecorder struct {
+	store   tokens.AuditStore
+	o       AuditOptions
+	boot    string
+	dropped metric.Int64Counter
+	failed  metric.Int64Counter
+
+	flushMu sync.Mutex // one flush at a time
+
+	mu      sync.Mutex
+	entries map[auditKey]*auditSlot
+	failing bool // the last write failed (its failure was logged)
+}
+
+type auditKey struct {
+	stream tokens.AuditStream
+	id     string
+}
+
+// auditSlot is an entry in memory; dirty when it changed since it was last
+// written.
+type auditSlot struct {
+	e     tokens.AuditEntry
+	dirty bool
+	end   time.Time // when its interval ends
+}
+
+// NewAuditRecorder returns a recorder writing to store. Call Run to write.
+func NewAuditRecorder(store tokens.AuditStore, o AuditOptions) (*AuditRecorder, error) {
+	if o.Interval <= 0 {
+		o.Interval = DefaultAuditInterval
+	}
+	if o.Flush <= 0 {
+		o.Flush = DefaultAuditFlush
+	}
+	if o.MaxPending <= 0 {
+		o.MaxPending = DefaultAuditMaxPending
+	}
+	if o.StoreTimeout <= 0 {
+		o.StoreTimeout = 5 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.MeterProvider == nil {
+		o.MeterProvider = metricnoop.NewMeterProvider()
+	}
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, fmt.Errorf("audit boot id: %w", err)
+	}
+	a := &AuditRecorder{store: store, o: o, boot: hex.EncodeToString(b[:]), entries: make(map[auditKey]*auditSlot)}
+	m := o.MeterProvider.Meter(instrumentation)
+	var err1, err2 error
+	a.dropped, err1 = m.Int64Counter("fencegw.audit.dropped",
+		metric.WithDescription("Refusals and lease events the durable audit could not keep in memory while its entries waited to be written, by stream."))
+	a.failed, err2 = m.Int64Counter("fencegw.audit.write_failures",
+		metric.WithDescription("Writes of audit entries to the store that failed (they are retried)."))
+	if err1 != nil || err2 != nil {
+		return nil, fmt.Errorf("audit metrics: %w", errors.Join(err1, err2))
+	}
+	return a, nil
+}
+
+// Refused counts a refused write.
+func (a *AuditRecorder) Refused(at time.Time, rej Rejection, traceID string) {
+	var presented, current int64
+	if rej.PresentedEpoch != nil {
+		presented = *rej.PresentedEpoch
+	}
+	if rej.CurrentEpoch != nil {
+		current = *rej.CurrentEpoch
+	}
+	start := at.Truncate(a.o.Interval)
+	id := tokens.AuditID(start, a.boot, a.o.Replica, rej.Resource, string(rej.Decision), strconv.FormatInt(presented, 10),
+		strconv.FormatInt(current, 10), rej.Holder, rej.Route, strconv.Itoa(rej.Status))
+	a.add(tokens.AuditEntry{Stream: tokens.AuditRefusals, ID: id, Resource: rej.Resource, Kind: string(rej.Decision),
+		Holder: rej.Holder, Replica: a.o.Replica, Epoch: presented, CurrentEpoch: current, Route: rej.Route,
+		Status: rej.Status}, start, at, traceID)
+}
+
+// Lease records a lease event (tokens.LeaseAcquired, …) of l at at.
+// Renewals of one grant are counted as one entry per interval; every other
+// event is an entry of its own. An expiry's entry is the same whichever
+// replica notices it (at is the lapse), so it is written once.
+func (a *AuditRecorder) Lease(at time.Time, event string, l tokens.Lease, previous *tokens.Lease, traceID string) {
+	start := at.Truncate(a.o.Interval)
+	epoch := strconv.FormatInt(l.Epoch, 10)
+	var id string
+	switch event {
+	case tokens.LeaseExpired:
+		id = tokens.AuditID(start, l.Name, event, epoch)
+	case tokens.LeaseRenewed:
+		id = tokens.AuditID(start, a.boot, a.o.Replica, l.Name, event, l.Holder, epoch)
+	default:
+		id = tokens.AuditID(start, a.boot, a.o.Replica, l.Name, event, l.Holder, epoch, at.Format(time.RFC3339Nano))
+	}
+	e := tokens.AuditEntry{Stream: tokens.AuditLeases, ID: id, Resource: l.Name, Kind: event, Holder: l.Holder,
+		Replica: a.o.Replica, Epoch: l.Epoch, TTL: l.TTL, LockDelay: l.LockDelay}
+	if event == tokens.LeaseAcquired || event == tokens.LeaseRenewed {
+		e.ExpiresAt = l.ExpiresAt.UTC()
+	}
+	if previous != nil {
+		e.PreviousHolder, e.PreviousEpoch = previous.Holder, previous.Epoch
+	}
+	a.add(e, start, at, traceID)
+}
+
+// add counts one event into the entry e identifies, creating it when there
+// is room.
+func (a *AuditRecorder) add(e tokens.AuditEntry, start, at time.Time, traceID string) {
+	at = at.UTC()
+	k := auditKey{e.Stream, e.ID}
+	a.mu.Lock()
+	s, ok := a.entries[k]
+	switch {
+	case ok && e.Kind == tokens.LeaseExpired:
+		a.mu.Unlock() // one lapse, however often it is noticed
+		return
+	case ok:
+		s.e.Count++
+		s.e.First = minTime(s.e.First, at)
+		if at.After(s.e.Last) {
+			s.e.Last, s.e.ExpiresAt = at, e.ExpiresAt
+		}
+	case len(a.entries) >= a.o.MaxPending:
+		a.mu.Unlock()
+		a.dropped.Add(context.Background(), 1, metric.WithAttributes(attribute.String("stream", string(e.Stream))))
+		return
+	default:
+		e.First, e.Last, e.Count = at, at, 1
+		s = &auditSlot{e: e, end: start.Add(a.o.Interval)}
+		a.entries[k] = s
+	}
+	if traceID != "" && len(s.e.TraceIDs) < tokens.MaxAuditSamples {
+		s.e.TraceIDs = append(s.e.TraceIDs, traceID)
+	}
+	s.dirty = true
+	a.mu.Unlock()
+}
+
+// Run writes changed entries every Flush until ctx ends, then once more
+// (bounded by StoreTimeout) so that a clean shutdown loses nothing.
+func (a *AuditRecorder) Run(ctx context.Context) {
+	t := time.NewTicker(a.o.Flush)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			a.Flush(context.Background())
+			return
+		case <-t.C:
+			a.Flush(context.Background())
+		}
+	}
+}
+
+// Flush writes the entries that changed since they were last written, in
+// one batch, and forgets the entries of ended intervals that are written.
+// It returns the store's error; entries it could not write stay changed
+// and are written by a later Flush.
+func (a *AuditRecorder) Flush(ctx context.Context) error {
+	a.flushMu.Lock()
+	defer a.flushMu.Unlock()
+	a.mu.Lock()
+	var batch []tokens.AuditEntry
+	var slots []*auditSlot
+	for _, s := range a.entries {
+		if s.dirty {
+			e := s.e
+			e.TraceIDs = append([]string(nil), s.e.TraceIDs...)
+			batch, slots = append(batch, e), append(slots, s)
+			s.dirty = false
+		}
+	}
+	a.mu.Unlock()
+	var err error
+	if len(batch) > 0 {
+		wctx, cancel := context.WithTimeout(ctx, a.o.StoreTimeout)
+		err = a.store.PutAudit(wctx, batch)
+		cancel()
+	}
+	now := time.Now()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if err != nil {
+		for _, s := range slots {
+			s.dirty = true
+		}
+		a.failed.Add(ctx, 1)
+		if !a.failing {
+			a.o.Logger.LogAttrs(ctx, slog.LevelWarn, "writing the audit failed; its entries wait in memory",
+				slog.Int("entries", len(batch)), slog.String("error", err.Error()))
+		}
+		a.failing = true
+		return err
+	}
+	if a.failing {
+		a.o.Logger.LogAttrs(ctx, slog.LevelInfo, "writing the audit works again", slog.Int("entries", len(batch)))
+		a.failing = false
+	}
+	for k, s := range a.entries {
+		if !s.dirty && now.After(s.end) {
+			delete(a.entries, k)
+		}
+	}
+	return nil
+}
+
+// Pending is the number of entries held in memory.
+func (a *AuditRecorder) Pending() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.entries)
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
