@@ -215,7 +215,7 @@ func Default() Config {
 		LogFormat:                     "json",
 		Audit: Audit{Interval: Duration(10 * time.Second), Flush: Duration(time.Second), MaxPending: 10000,
 			Retention: Duration(30 * 24 * time.Hour), MaxEntries: 100_000},
-		Idempotency:                   Idempotency{TTL: Duration(24 * time.Hour), MaxAnswerBytes: 64 << 10},
+		Idempotency: Idempotency{TTL: Duration(24 * time.Hour), MaxAnswerBytes: 64 << 10},
 		Signing: Signing{
 			Issuer:        "fencegw",
 			Audience:      "fencegw",

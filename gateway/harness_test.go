@@ -303,8 +303,8 @@ func newGatewayWith(t *testing.T, store tokens.Store, up *upstream, o gatewayOpt
 	t.Cleanup(func() { s.Close() })
 	spec := trafficChecker(t) // every exchange is checked against openapi.yaml
 	g := &gw{
-		proxy: httptest.NewServer(spec.Proxy(t.Name(), s.Proxy())),
-		api:   httptest.NewServer(spec.Control(t.Name(), s.Control())),
+		proxy:  httptest.NewServer(spec.Proxy(t.Name(), s.Proxy())),
+		api:    httptest.NewServer(spec.Control(t.Name(), s.Control())),
 		auth:   o.auth,
 		fence:  s.Fence(),
 		server: s,
