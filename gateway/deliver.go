@@ -37,27 +37,30 @@ func deliverBy(ctx context.Context) time.Time {
 // with 412 and nothing forwarded, and the client's body must arrive before
 // that moment: reading it is cut then. The transports cut what is still
 // being sent to the upstream at that moment (see Transport); the proxy
-// answers a cut write with 412 as well.
-func DeliverBeforeLapse(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		a, ok := AdmissionFrom(r.Context())
-		if !ok || a.DeliverBy.IsZero() {
+// answers a cut write with 412 as well. Both refusals are counted in obs's
+// audit.
+func DeliverBeforeLapse(obs *Observer) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			a, ok := AdmissionFrom(r.Context())
+			if !ok || a.DeliverBy.IsZero() {
+				next.ServeHTTP(w, r)
+				return
+			}
+			if !time.Now().Before(a.DeliverBy) {
+				writeLapsed(w, r, a, false, obs)
+				return
+			}
+			by := a.DeliverBy
+			if d, ok := r.Context().Deadline(); ok && d.Before(by) {
+				by = d
+			}
+			// Not every ResponseWriter supports it (httptest recorders); the
+			// transports still cut at DeliverBy.
+			_ = http.NewResponseController(w).SetReadDeadline(by)
 			next.ServeHTTP(w, r)
-			return
-		}
-		if !time.Now().Before(a.DeliverBy) {
-			writeLapsed(w, r, a, false)
-			return
-		}
-		by := a.DeliverBy
-		if d, ok := r.Context().Deadline(); ok && d.Before(by) {
-			by = d
-		}
-		// Not every ResponseWriter supports it (httptest recorders); the
-		// transports still cut at DeliverBy.
-		_ = http.NewResponseController(w).SetReadDeadline(by)
-		next.ServeHTTP(w, r)
-	})
+		})
+	}
 }
 
 // cutAfter marks err, a failure to send the request, as a delivery cut
@@ -113,8 +116,8 @@ func roundTripBefore(rt http.RoundTripper, req *http.Request) (*http.Response, e
 
 // writeLapsed answers a write on a leased resource whose grant may have
 // lapsed before it was delivered whole: 412, a stale epoch. forwarded says
-// whether part of it had been sent.
-func writeLapsed(w http.ResponseWriter, r *http.Request, a Admission, forwarded bool) {
+// whether part of it had been sent. The refusal is counted in obs's audit.
+func writeLapsed(w http.ResponseWriter, r *http.Request, a Admission, forwarded bool, obs *Observer) {
 	how := "before the write was forwarded; nothing of it was sent"
 	if forwarded {
 		how = "before the write was delivered whole; the upstream connection was cut, and it did not receive all of it"
@@ -124,5 +127,6 @@ func writeLapsed(w http.ResponseWriter, r *http.Request, a Admission, forwarded 
 	if rt, ok := RouteFrom(r.Context()); ok {
 		p.Route = rt.Name
 	}
+	obs.audit(r, a, &p)
 	writeProblem(w, r, p)
 }

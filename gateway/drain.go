@@ -146,7 +146,7 @@ func (r *drainResource) lowerThan(epoch int64) bool {
 // refused as stale (412), and nothing of it is forwarded. A write whose
 // deadline passes while it waits is answered 504, and nothing of it is
 // forwarded either. Requests that were not admitted pass through.
-func DrainEarlierEpochs(cached func(resource string) int64) func(http.Handler) http.Handler {
+func DrainEarlierEpochs(cached func(resource string) int64, obs *Observer) func(http.Handler) http.Handler {
 	d := newEpochDrain(cached)
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -156,7 +156,7 @@ func DrainEarlierEpochs(cached func(resource string) int64) func(http.Handler) h
 				return
 			}
 			if err := d.enter(r.Context(), a.Resource, a.Epoch); err != nil {
-				writeDrainError(w, r, a, err)
+				writeDrainError(w, r, a, err, obs)
 				return
 			}
 			aw := &answerWriter{ResponseWriter: w, answered: func() { d.leave(a.Resource, a.Epoch) }}
@@ -166,8 +166,9 @@ func DrainEarlierEpochs(cached func(resource string) int64) func(http.Handler) h
 	}
 }
 
-// writeDrainError answers a write that left DrainEarlierEpochs without being forwarded.
-func writeDrainError(w http.ResponseWriter, r *http.Request, a Admission, err error) {
+// writeDrainError answers a write that left DrainEarlierEpochs without
+// being forwarded; a refusal is counted in obs's audit.
+func writeDrainError(w http.ResponseWriter, r *http.Request, a Admission, err error, obs *Observer) {
 	if r.Context().Err() == context.Canceled {
 		w.WriteHeader(StatusClientClosedRequest)
 		return
@@ -187,6 +188,9 @@ func writeDrainError(w http.ResponseWriter, r *http.Request, a Admission, err er
 		p.Route = rt.Name
 	}
 	p.Resource, p.PresentedEpoch = a.Resource, epochPtr(a.Epoch)
+	if p.Decision() != "" { // a refusal, not an upstream too slow
+		obs.audit(r, a, &p)
+	}
 	writeProblem(w, r, p)
 }
 

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -219,6 +220,12 @@ func TestSlowBodyStraddlingTheLapseIsCut(t *testing.T) {
 				}
 				if size <= gateway.SmallBodyMax && len(up.got) != 0 {
 					t.Fatalf("a small body was forwarded in part: %v", up.got)
+				}
+				// The cut write is a refusal the audit counts.
+				g.flushAudit(t)
+				rej := g.rejectionsOf(t, url.Values{"resource": {"invoice-sweeper"}}).Rejections
+				if len(rej) != 1 || rej[0].Count != 1 || rej[0].Decision != "stale" || *rej[0].PresentedEpoch != a.Epoch {
+					t.Fatalf("the audit of the cut write: %+v", rej)
 				}
 			})
 		}

@@ -52,10 +52,10 @@ func New(o Options) http.Handler {
 	if o.Observer == nil {
 		o.Observer = mustObserver()
 	}
-	var h http.Handler = NewProxy(o.Observer.Transport(routeTransport{o.Transport}), o.Logger)
-	h = smallBodies(proxyErrorHandler(o.Logger))(h)
-	h = DeliverBeforeLapse(h)
-	h = DrainEarlierEpochs(o.Fence.Cached)(h)
+	var h http.Handler = NewProxy(o.Observer.Transport(routeTransport{o.Transport}), o.Logger, o.Observer)
+	h = smallBodies(proxyErrorHandler(o.Logger, o.Observer))(h)
+	h = DeliverBeforeLapse(o.Observer)(h)
+	h = DrainEarlierEpochs(o.Fence.Cached, o.Observer)(h)
 	h = Idempotency(o.Fence.Store(), o.Idempotency, o.Observer, o.Logger)(h)
 	if o.UpstreamTimeout > 0 {
 		h = Deadline(o.UpstreamTimeout)(h)

@@ -81,7 +81,7 @@ func Idempotency(store tokens.IdempotencyStore, o IdempotencyOptions, obs *Obser
 			}
 			body, err := io.ReadAll(r.Body)
 			if err != nil {
-				proxyErrorHandler(log)(w, r, err)
+				proxyErrorHandler(log, obs)(w, r, err)
 				return
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))

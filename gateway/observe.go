@@ -175,7 +175,7 @@ func (o *Observer) decisionSet(route string, d tokens.Decision) attribute.Set {
 
 // audit counts a refusal in the durable audit.
 func (o *Observer) audit(r *http.Request, a Admission, p *Problem) {
-	if o.Audit == nil {
+	if o == nil || o.Audit == nil {
 		return
 	}
 	rej := Rejection{Route: p.Route, Resource: p.Resource, PresentedEpoch: p.PresentedEpoch,

@@ -47,12 +47,12 @@ func (t routeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // each request to its route's upstream, streaming bodies both ways, strips
 // the client's fencing headers and request trailers, and tells the
 // upstream the admitted epoch and resource.
-func NewProxy(transport http.RoundTripper, log *slog.Logger) *httputil.ReverseProxy {
+func NewProxy(transport http.RoundTripper, log *slog.Logger, obs *Observer) *httputil.ReverseProxy {
 	return &httputil.ReverseProxy{
 		Rewrite:      rewrite,
 		Transport:    transport,
 		BufferPool:   newBufferPool(),
-		ErrorHandler: proxyErrorHandler(log),
+		ErrorHandler: proxyErrorHandler(log, obs),
 		// Flush streamed responses (no Content-Length) as they arrive.
 		FlushInterval: -1,
 	}
@@ -105,7 +105,7 @@ func isFencingHeader(name string) bool {
 // upstream answered (nginx's 499); nobody receives it.
 const StatusClientClosedRequest = 499
 
-func proxyErrorHandler(log *slog.Logger) func(http.ResponseWriter, *http.Request, error) {
+func proxyErrorHandler(log *slog.Logger, obs *Observer) func(http.ResponseWriter, *http.Request, error) {
 	return func(w http.ResponseWriter, r *http.Request, err error) {
 		rt, _ := RouteFrom(r.Context())
 		if fe := bodyViolation(r.Context()); fe != nil {
@@ -120,7 +120,7 @@ func proxyErrorHandler(log *slog.Logger) func(http.ResponseWriter, *http.Request
 			log.LogAttrs(r.Context(), slog.LevelWarn, "write cut: its lease ran out before it was delivered whole",
 				slog.String("route", rt.Name), slog.String("resource", a.Resource), slog.Int64("epoch", a.Epoch),
 				slog.String("error", err.Error()))
-			writeLapsed(w, r, a, !errors.Is(err, errNothingSent))
+			writeLapsed(w, r, a, !errors.Is(err, errNothingSent), obs)
 			return
 		}
 		if errors.Is(err, context.Canceled) && errors.Is(r.Context().Err(), context.Canceled) {
