@@ -73,9 +73,30 @@ type AuditRecorder struct {
 	failing bool // the last write failed (its failure was logged)
 }
 
+// auditKey is what makes events the same entry: the fields an entry's ID
+// digests, kept as they are so that counting an event into an entry that
+// exists costs no digest.
 type auditKey struct {
-	stream tokens.AuditStream
-	id     string
+	stream                        tokens.AuditStream
+	start                         int64 // the interval's start, Unix nanoseconds
+	resource, kind, holder, route string
+	epoch, current                int64
+	status                        int
+	// at tells apart lease events that are never counted together.
+	at string
+	// shared: the entry is the same whichever replica records it (a lapse).
+	shared bool
+}
+
+// id returns the entry ID of k, recorded by replica in process boot.
+func (k auditKey) id(boot, replica string) string {
+	start := time.Unix(0, k.start)
+	fields := []string{string(k.stream), k.resource, k.kind, k.holder, k.route, strconv.FormatInt(k.epoch, 10),
+		strconv.FormatInt(k.current, 10), strconv.Itoa(k.status), k.at}
+	if k.shared {
+		return tokens.AuditID(start, fields...)
+	}
+	return tokens.AuditID(start, append(fields, boot, replica)...)
 }
 
 // auditSlot is an entry in memory; dirty when it changed since it was last
@@ -133,11 +154,11 @@ func (a *AuditRecorder) Refused(at time.Time, rej Rejection, traceID string) {
 		current = *rej.CurrentEpoch
 	}
 	start := at.Truncate(a.o.Interval)
-	id := tokens.AuditID(start, a.boot, a.o.Replica, rej.Resource, string(rej.Decision), strconv.FormatInt(presented, 10),
-		strconv.FormatInt(current, 10), rej.Holder, rej.Route, strconv.Itoa(rej.Status))
-	a.add(tokens.AuditEntry{Stream: tokens.AuditRefusals, ID: id, Resource: rej.Resource, Kind: string(rej.Decision),
-		Holder: rej.Holder, Replica: a.o.Replica, Epoch: presented, CurrentEpoch: current, Route: rej.Route,
-		Status: rej.Status}, start, at, traceID)
+	k := auditKey{stream: tokens.AuditRefusals, start: start.UnixNano(), resource: rej.Resource, kind: string(rej.Decision),
+		holder: rej.Holder, route: rej.Route, epoch: presented, current: current, status: rej.Status}
+	a.add(k, start, at, traceID, func(e *tokens.AuditEntry) {
+		e.CurrentEpoch, e.Route, e.Status = current, rej.Route, rej.Status
+	})
 }
 
 // Lease records a lease event (tokens.LeaseAcquired, …) of l at at.
@@ -146,51 +167,53 @@ func (a *AuditRecorder) Refused(at time.Time, rej Rejection, traceID string) {
 // replica notices it (at is the lapse), so it is written once.
 func (a *AuditRecorder) Lease(at time.Time, event string, l tokens.Lease, previous *tokens.Lease, traceID string) {
 	start := at.Truncate(a.o.Interval)
-	epoch := strconv.FormatInt(l.Epoch, 10)
-	var id string
+	k := auditKey{stream: tokens.AuditLeases, start: start.UnixNano(), resource: l.Name, kind: event, holder: l.Holder,
+		epoch: l.Epoch}
 	switch event {
 	case tokens.LeaseExpired:
-		id = tokens.AuditID(start, l.Name, event, epoch)
+		k.shared = true
 	case tokens.LeaseRenewed:
-		id = tokens.AuditID(start, a.boot, a.o.Replica, l.Name, event, l.Holder, epoch)
 	default:
-		id = tokens.AuditID(start, a.boot, a.o.Replica, l.Name, event, l.Holder, epoch, at.Format(time.RFC3339Nano))
+		k.at = at.Format(time.RFC3339Nano)
 	}
-	e := tokens.AuditEntry{Stream: tokens.AuditLeases, ID: id, Resource: l.Name, Kind: event, Holder: l.Holder,
-		Replica: a.o.Replica, Epoch: l.Epoch, TTL: l.TTL, LockDelay: l.LockDelay}
-	if event == tokens.LeaseAcquired || event == tokens.LeaseRenewed {
-		e.ExpiresAt = l.ExpiresAt.UTC()
-	}
-	if previous != nil {
-		e.PreviousHolder, e.PreviousEpoch = previous.Holder, previous.Epoch
-	}
-	a.add(e, start, at, traceID)
+	a.add(k, start, at, traceID, func(e *tokens.AuditEntry) {
+		e.TTL, e.LockDelay = l.TTL, l.LockDelay
+		if event == tokens.LeaseAcquired || event == tokens.LeaseRenewed {
+			e.ExpiresAt = l.ExpiresAt.UTC()
+		}
+		if previous != nil {
+			e.PreviousHolder, e.PreviousEpoch = previous.Holder, previous.Epoch
+		}
+	})
 }
 
-// add counts one event into the entry e identifies, creating it when there
-// is room.
-func (a *AuditRecorder) add(e tokens.AuditEntry, start, at time.Time, traceID string) {
+// add counts one event at at into the entry of k, creating it (filled in
+// by fill) when there is room; an entry that exists takes fill's values
+// when at is its latest event.
+func (a *AuditRecorder) add(k auditKey, start, at time.Time, traceID string, fill func(*tokens.AuditEntry)) {
 	at = at.UTC()
-	k := auditKey{e.Stream, e.ID}
 	a.mu.Lock()
 	s, ok := a.entries[k]
 	switch {
-	case ok && e.Kind == tokens.LeaseExpired:
+	case ok && k.kind == tokens.LeaseExpired:
 		a.mu.Unlock() // one lapse, however often it is noticed
 		return
 	case ok:
 		s.e.Count++
 		s.e.First = minTime(s.e.First, at)
 		if at.After(s.e.Last) {
-			s.e.Last, s.e.ExpiresAt = at, e.ExpiresAt
+			s.e.Last = at
+			fill(&s.e)
 		}
 	case len(a.entries) >= a.o.MaxPending:
 		a.mu.Unlock()
-		a.dropped.Add(context.Background(), 1, metric.WithAttributes(attribute.String("stream", string(e.Stream))))
+		a.dropped.Add(context.Background(), 1, metric.WithAttributes(attribute.String("stream", string(k.stream))))
 		return
 	default:
-		e.First, e.Last, e.Count = at, at, 1
-		s = &auditSlot{e: e, end: start.Add(a.o.Interval)}
+		s = &auditSlot{end: start.Add(a.o.Interval), e: tokens.AuditEntry{Stream: k.stream, ID: k.id(a.boot, a.o.Replica),
+			Resource: k.resource, Kind: k.kind, Holder: k.holder, Replica: a.o.Replica, Epoch: k.epoch,
+			First: at, Last: at, Count: 1}}
+		fill(&s.e)
 		a.entries[k] = s
 	}
 	if traceID != "" && len(s.e.TraceIDs) < tokens.MaxAuditSamples {
