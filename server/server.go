@@ -104,9 +104,10 @@ func New(ctx context.Context, c config.Config, o Options) (s *Server, err error)
 	if s.tel == nil {
 		s.tel = &telemetry.Telemetry{}
 	}
+	built := s // an error return sets s to nil: close what was built
 	defer func() {
 		if err != nil {
-			s.Close()
+			built.Close()
 		}
 	}()
 	if s.obs, err = gateway.NewObserver(s.tel.TracerProvider, s.tel.MeterProvider, s.tel.Propagator); err != nil {
