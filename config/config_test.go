@@ -189,3 +189,33 @@ func TestExampleValidates(t *testing.T) {
 		t.Fatalf("example routes = %+v", c.Routes)
 	}
 }
+
+func TestCheckTraceURL(t *testing.T) {
+	for _, ok := range []string{
+		"",
+		"https://tracing.example/trace/{trace_id}",
+		"http://127.0.0.1:16686/trace/{trace_id}",
+		"https://grafana.example/explore?left=%7B%22queries%22:%5B%7B%22query%22:%22{trace_id}%22%7D%5D%7D",
+		"https://tracing.example/#/trace/{trace_id}?x={trace_id}",
+	} {
+		if err := config.CheckTraceURL(ok); err != nil {
+			t.Errorf("CheckTraceURL(%q): %v", ok, err)
+		}
+	}
+	for _, bad := range []string{
+		"https://tracing.example/trace/",   // no placeholder
+		"/trace/{trace_id}",                // not absolute
+		"tracing.example/trace/{trace_id}", // no scheme
+		"javascript:alert('{trace_id}')",   // not http(s)
+		"ftp://tracing.example/{trace_id}", // not http(s)
+		"https:///trace/{trace_id}",        // no host
+		"https:tracing.example/{trace_id}", // opaque: no host
+		"https://tracing.example/trace/{trace_id",
+		"https://tracing.example/trace/\n{trace_id}", // control character
+		"https://trac ing.example/{trace_id}",        // not a host name
+	} {
+		if err := config.CheckTraceURL(bad); err == nil {
+			t.Errorf("CheckTraceURL(%q) accepted it", bad)
+		}
+	}
+}

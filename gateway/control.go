@@ -52,6 +52,8 @@ type ControlOptions struct {
 	// Stopping, once closed, ends every lease watch: the gateway is
 	// shutting down.
 	Stopping <-chan struct{}
+	// UITraceURL links trace ids on the timeline page (see NewUI).
+	UITraceURL string
 }
 
 // NewControlAPI returns the control API handler, served on its own listener:
@@ -68,6 +70,7 @@ type ControlOptions struct {
 //	GET  /v1/fences/{resource}         the resource's current epoch (admin)
 //	GET  /v1/audit/rejections          refused writes, cluster-wide (admin)
 //	GET  /v1/audit/leases              lease history, cluster-wide (admin)
+//	GET  /ui/                          the leader timeline page (see NewUI)
 //
 // With API keys, the lease endpoints need a key allowed for the lease name
 // and the fence endpoint an admin key; the others are open.
@@ -127,6 +130,12 @@ func NewControlRouter(o ControlOptions) chi.Router {
 	r.Get("/healthz", c.healthz)
 	r.Get("/readyz", c.readyz)
 	r.Get("/.well-known/jwks.json", c.jwks)
+	// The timeline page's files hold no data: they need no key; the audit
+	// they read does.
+	ui := NewUI(o.UITraceURL)
+	r.Get("/ui", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/ui/", http.StatusMovedPermanently) })
+	r.Get("/ui/", ui.ServeHTTP)
+	r.Get("/ui/{asset}", ui.ServeHTTP)
 	if o.Metrics != nil {
 		r.Method(http.MethodGet, "/metrics", o.Metrics)
 	}

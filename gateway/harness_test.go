@@ -247,6 +247,8 @@ type gatewayOptions struct {
 	replica string
 	// auditFlush is how often the audit is written (the default when 0).
 	auditFlush time.Duration
+	// traceURL is the timeline page's ui.trace_url.
+	traceURL string
 }
 
 // tokensEpochSource abbreviates the epoch source type in tables.
@@ -271,6 +273,7 @@ func newGatewayWith(t *testing.T, store tokens.Store, up *upstream, o gatewayOpt
 		c.UpstreamTimeout = config.Duration(o.upstreamTimeout)
 	}
 	c.Audit.Replica = o.replica
+	c.UI.TraceURL = o.traceURL
 	if o.auditFlush > 0 {
 		c.Audit.Flush = config.Duration(o.auditFlush)
 	}

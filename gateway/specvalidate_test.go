@@ -203,7 +203,11 @@ func isProblem(h http.Header) bool {
 
 // An event stream's body is validated as the string openapi.yaml says it
 // is (the library knows no text/event-stream).
-func init() { openapi3filter.RegisterBodyDecoder("text/event-stream", openapi3filter.PlainBodyDecoder) }
+func init() {
+	for _, ct := range []string{"text/event-stream", "text/html", "text/css", "text/javascript"} {
+		openapi3filter.RegisterBodyDecoder(ct, openapi3filter.PlainBodyDecoder)
+	}
+}
 
 var (
 	validateRequestOptions = &openapi3filter.Options{

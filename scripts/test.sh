@@ -6,6 +6,7 @@
 # PostgreSQL: the tests use FENCEGW_TEST_POSTGRES_DSN when set, otherwise
 # they start a throwaway cluster from the server binaries under
 # /usr/lib/postgresql/*/bin, installed here with apt-get when missing.
+# Chromium (for the web page's browser tests) likewise.
 # With CI=true a missing service fails the run instead of skipping tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,6 +19,20 @@ if [ -z "${FENCEGW_TEST_POSTGRES_DSN:-}" ] && ! compgen -G '/usr/lib/postgresql/
 			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
 	else
 		echo "warning: no PostgreSQL server binaries; PostgreSQL tests will skip (or fail with CI=true)" >&2
+	fi
+fi
+
+# Chromium: the browser tests of the web page (gateway/ui_browser_test.go)
+# run Debian's chromium headless (or FENCEGW_CHROMIUM), installed here with
+# apt-get when missing.
+if [ -z "${FENCEGW_CHROMIUM:-}" ] && ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null &&
+	! command -v google-chrome >/dev/null && ! command -v google-chrome-stable >/dev/null; then
+	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+		echo "installing Chromium for the browser tests"
+		apt-get update -qq
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+	else
+		echo "warning: no Chromium; browser tests will skip (or fail with CI=true)" >&2
 	fi
 fi
 
