@@ -35,21 +35,22 @@ func (s *auditCountingStore) PutAudit(ctx context.Context, es []tokens.AuditEntr
 // rejectionsOf lists the audit of refusals through g with query q.
 func (g *gw) rejectionsOf(t *testing.T, q url.Values) gateway.Rejections {
 	t.Helper()
-	a := do(t, http.MethodGet, g.api.URL+"/v1/audit/rejections?"+q.Encode(), nil, "")
-	var out gateway.Rejections
-	if a.status != http.StatusOK || json.Unmarshal(a.body, &out) != nil {
-		t.Fatalf("GET /v1/audit/rejections?%s = %d %s", q.Encode(), a.status, a.body)
-	}
-	return out
+	return getAudit[gateway.Rejections](t, g, "/v1/audit/rejections", q)
 }
 
 // leaseHistoryOf lists the lease history through g with query q.
 func (g *gw) leaseHistoryOf(t *testing.T, q url.Values) gateway.LeaseHistory {
 	t.Helper()
-	a := do(t, http.MethodGet, g.api.URL+"/v1/audit/leases?"+q.Encode(), nil, "")
-	var out gateway.LeaseHistory
+	return getAudit[gateway.LeaseHistory](t, g, "/v1/audit/leases", q)
+}
+
+// getAudit reads one page of an audit endpoint through g.
+func getAudit[T any](t *testing.T, g *gw, path string, q url.Values) T {
+	t.Helper()
+	a := do(t, http.MethodGet, g.api.URL+path+"?"+q.Encode(), nil, "")
+	var out T
 	if a.status != http.StatusOK || json.Unmarshal(a.body, &out) != nil {
-		t.Fatalf("GET /v1/audit/leases?%s = %d %s", q.Encode(), a.status, a.body)
+		t.Fatalf("GET %s?%s = %d %s", path, q.Encode(), a.status, a.body)
 	}
 	return out
 }
