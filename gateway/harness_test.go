@@ -247,6 +247,9 @@ type gatewayOptions struct {
 	replica string
 	// auditFlush is how often the audit is written (the default when 0).
 	auditFlush time.Duration
+	// auditInterval is how long identical events are one entry (the
+	// default when 0).
+	auditInterval time.Duration
 	// traceURL is the timeline page's ui.trace_url.
 	traceURL string
 }
@@ -276,6 +279,9 @@ func newGatewayWith(t *testing.T, store tokens.Store, up *upstream, o gatewayOpt
 	c.UI.TraceURL = o.traceURL
 	if o.auditFlush > 0 {
 		c.Audit.Flush = config.Duration(o.auditFlush)
+	}
+	if o.auditInterval > 0 {
+		c.Audit.Interval = config.Duration(o.auditInterval)
 	}
 	sources := map[*config.EpochSource]tokens.EpochSource{}
 	for _, s := range specs {
