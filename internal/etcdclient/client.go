@@ -18,6 +18,16 @@ import (
 // DefaultDialTimeout is the DialTimeout used when Options leaves it zero.
 const DefaultDialTimeout = 5 * time.Second
 
+// KeepAliveTime and KeepAliveTimeout are the client's keepalive: a
+// connection to a member that has sent nothing for KeepAliveTime is pinged,
+// and closed (the client reconnects, or uses another member) when the ping
+// is not answered within KeepAliveTimeout. etcd's servers refuse pings more
+// often than every 5 seconds by default.
+const (
+	KeepAliveTime    = 5 * time.Second
+	KeepAliveTimeout = 2 * time.Second
+)
+
 // Options says how to reach a cluster.
 type Options struct {
 	// Endpoints are client URLs of cluster members: "host:port" or
@@ -88,10 +98,16 @@ func Open(ctx context.Context, o Options, probeKey string) (*clientv3.Client, er
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints:   append([]string(nil), o.Endpoints...),
 		DialTimeout: timeout,
-		TLS:         tc,
-		Username:    o.Username,
-		Password:    o.Password,
-		Logger:      zap.NewNop(),
+		// A member behind a partition keeps its connection open but
+		// answers nothing: without keepalive pings the client would go on
+		// sending it requests, which time out, long after the partition
+		// healed. etcd refuses pings more often than every 5s.
+		DialKeepAliveTime:    KeepAliveTime,
+		DialKeepAliveTimeout: KeepAliveTimeout,
+		TLS:                  tc,
+		Username:             o.Username,
+		Password:             o.Password,
+		Logger:               zap.NewNop(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("connecting to %s: %w", endpoints, err)
