@@ -80,6 +80,10 @@ type Config struct {
 	// candidate campaigns the moment the lease is free.
 	NoWatch bool
 
+	// Clock keeps the Elector's deadlines and waits (the system's clock
+	// when nil); see Clock.
+	Clock Clock
+
 	// Logger receives the Elector's log; slog.Default() when nil.
 	Logger *slog.Logger
 }
@@ -116,6 +120,9 @@ func (e *ConfigError) Error() string {
 
 // withDefaults returns c with its zero fields set to their defaults.
 func (c Config) withDefaults() Config {
+	if c.Clock == nil {
+		c.Clock = systemClock{}
+	}
 	if c.LeaseDuration == 0 {
 		c.LeaseDuration = DefaultLeaseDuration
 	}

@@ -128,7 +128,7 @@ func (e *Elector) Current() (Term, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	t := e.cur
-	if t == nil || !time.Now().Before(t.deadline) {
+	if t == nil || !e.cfg.Clock.Now().Before(t.deadline) {
 		return Term{}, false
 	}
 	return t.Term, true
@@ -205,7 +205,7 @@ func (e *Elector) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if !sleep(ctx, e.cfg.RetryPeriod) {
+		if !e.sleep(ctx, e.cfg.RetryPeriod) {
 			return ctx.Err()
 		}
 	}
@@ -218,7 +218,7 @@ func (e *Elector) campaign(ctx context.Context) (*term, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		sent := time.Now()
+		sent := e.cfg.Clock.Now()
 		cctx, cancel := context.WithTimeout(ctx, e.cfg.RetryPeriod)
 		st, err := e.api.acquire(cctx, e.cfg.LeaseDuration)
 		cancel()
@@ -273,7 +273,7 @@ func (e *Elector) begin(ctx context.Context, st leaseState, sent time.Time) *ter
 // awaitWork waits for t's OnStartedLeading to return, logging when it
 // outlives its context by more than RetryPeriod.
 func (e *Elector) awaitWork(t *term) {
-	timer := time.NewTimer(e.cfg.RetryPeriod)
+	timer := e.cfg.Clock.NewTimer(e.cfg.RetryPeriod)
 	defer timer.Stop()
 	select {
 	case <-t.done:
@@ -298,9 +298,10 @@ func jitter(d time.Duration) time.Duration {
 	return d + time.Duration(rand.Float64()*JitterFactor*float64(d))
 }
 
-// sleep waits for d or ctx, reporting whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	timer := time.NewTimer(d)
+// sleep waits for d on the Elector's clock or for ctx, reporting whether d
+// passed.
+func (e *Elector) sleep(ctx context.Context, d time.Duration) bool {
+	timer := e.cfg.Clock.NewTimer(d)
 	defer timer.Stop()
 	select {
 	case <-ctx.Done():

@@ -25,7 +25,7 @@ type renewCall struct {
 // startRenew sends a renewal of epoch, bounded by RetryPeriod and by the
 // renew deadline.
 func (e *Elector) startRenew(ctx context.Context, epoch int64, deadline time.Time) *renewCall {
-	sent := time.Now()
+	sent := e.cfg.Clock.Now()
 	cctx, cancel := context.WithDeadline(ctx, earliest(sent.Add(e.cfg.RetryPeriod), deadline))
 	c := &renewCall{done: make(chan renewal, 1), cancel: cancel}
 	go func() {
@@ -75,9 +75,9 @@ func (e *Elector) lead(ctx context.Context, t *term) error {
 	// lastRenew is when the last successful renewal (or the acquire) was
 	// sent: the authority's deadline is at least LeaseDuration after it.
 	lastRenew := deadline.Add(-e.cfg.RenewDeadline)
-	expire := time.NewTimer(time.Until(deadline))
+	expire := e.cfg.Clock.NewTimer(deadline.Sub(e.cfg.Clock.Now()))
 	defer expire.Stop()
-	next := time.NewTimer(time.Until(lastRenew.Add(e.cfg.RenewInterval)))
+	next := e.cfg.Clock.NewTimer(lastRenew.Add(e.cfg.RenewInterval).Sub(e.cfg.Clock.Now()))
 	defer next.Stop()
 
 	var (
@@ -109,7 +109,7 @@ loop:
 		case r := <-call.result():
 			call.cancel()
 			call = nil
-			now := time.Now()
+			now := e.cfg.Clock.Now()
 			if !now.Before(deadline) {
 				// The timer and the answer raced; the deadline wins.
 				reason = e.deadlineReason(lastRenew, lastErr)
@@ -185,7 +185,7 @@ loop:
 // deadlineReason is the reason of a step-down on the Elector's own clock.
 func (e *Elector) deadlineReason(lastRenew time.Time, lastErr error) error {
 	return fmt.Errorf("%w: %w: no renewal succeeded within %s of the last one sent %s ago (last error: %v)",
-		ErrLeaseLost, ErrRenewDeadline, e.cfg.RenewDeadline, time.Since(lastRenew).Round(time.Millisecond), lastErr)
+		ErrLeaseLost, ErrRenewDeadline, e.cfg.RenewDeadline, e.cfg.Clock.Now().Sub(lastRenew).Round(time.Millisecond), lastErr)
 }
 
 // release gives the lease of t back, bounded by RetryPeriod.

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 )
 
 // TokenHeader is the request header that carries the fencing token.
@@ -185,7 +184,7 @@ func (e *Elector) fencing(ctx context.Context) (*term, string, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	t := e.cur
-	if t == nil || !time.Now().Before(t.deadline) {
+	if t == nil || !e.cfg.Clock.Now().Before(t.deadline) {
 		return nil, "", false
 	}
 	if owner, ok := ctx.Value(termKey{e}).(*term); ok && owner != t {

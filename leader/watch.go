@@ -57,7 +57,7 @@ func (e *Elector) watch(ctx context.Context, out chan leaseEvent) {
 			return
 		}
 		e.log.LogAttrs(ctx, slog.LevelDebug, "lease watch broke; polling until it reopens", slog.String("error", err.Error()))
-		if !sleep(ctx, e.cfg.RetryPeriod) {
+		if !e.sleep(ctx, e.cfg.RetryPeriod) {
 			return
 		}
 	}
@@ -113,7 +113,7 @@ func (a *api) watch(ctx context.Context, client *http.Client, last string, fn fu
 // waitOrFree waits for d, or until a watch event says the lease is free;
 // false when ctx ended first.
 func (e *Elector) waitOrFree(ctx context.Context, d time.Duration, events <-chan leaseEvent) bool {
-	timer := time.NewTimer(d)
+	timer := e.cfg.Clock.NewTimer(d)
 	defer timer.Stop()
 	for {
 		select {

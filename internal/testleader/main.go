@@ -40,14 +40,20 @@ func main() {
 		job      = flag.Duration("job", 100*time.Millisecond, "work before each write")
 		viaTr    = flag.Bool("transport", false, "write through the Elector's Transport")
 		noWatch  = flag.Bool("no-watch", false, "do not follow the lease watch (learn of changes by renewing and writing)")
+		rate     = flag.Float64("clock-rate", 1, "run the elector's clock at this rate of real time (below 1: a slow clock)")
 	)
 	flag.Parse()
+	if *rate <= 0 {
+		fmt.Fprintln(os.Stderr, "testleader: --clock-rate must be above 0")
+		os.Exit(2)
+	}
 	out := &printer{w: os.Stdout}
 	client := &http.Client{Timeout: 5 * time.Second}
 	var e *leader.Elector
 	e, err := leader.New(leader.Config{
 		Endpoint: *api, Name: *name, Holder: *holder,
 		LeaseDuration: *lease, RenewDeadline: *deadline, RetryPeriod: *retry, NoWatch: *noWatch,
+		Clock: rateClock{start: time.Now(), rate: *rate},
 		Callbacks: leader.Callbacks{
 			OnStartedLeading: func(ctx context.Context, t leader.Term) {
 				out.print(map[string]any{"event": "leading", "epoch": t.Epoch})
@@ -116,4 +122,19 @@ func (p *printer) print(v map[string]any) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.w.Write(append(b, '\n'))
+}
+
+// rateClock runs at rate of real time from start: a leader whose clock is
+// slow (rate below 1) believes its lease lasts longer than it does.
+type rateClock struct {
+	start time.Time
+	rate  float64
+}
+
+func (c rateClock) Now() time.Time {
+	return c.start.Add(time.Duration(float64(time.Since(c.start)) * c.rate))
+}
+
+func (c rateClock) NewTimer(d time.Duration) *time.Timer {
+	return time.NewTimer(time.Duration(float64(d) / c.rate))
 }
