@@ -319,25 +319,57 @@ func (c *Cluster) waitReady() {
 	c.waitLeader()
 }
 
+// Leader returns the index (as StopMember takes it) of the member the
+// running members agree is the raft leader. While they do not agree yet —
+// an election is under way, or a restarted member has not heard of the
+// leader — it waits, up to readyTimeout. It returns -1 at once if the
+// running members form no quorum, and -1 if they have not agreed on a
+// leader by then. Unlike the other methods it never fails the test, so a
+// nemesis may call it from any goroutine.
+func (c *Cluster) Leader() int {
+	if !c.hasQuorum() {
+		return -1
+	}
+	deadline := time.Now().Add(readyTimeout)
+	for {
+		if i := c.agreedLeader(); i >= 0 || time.Now().After(deadline) {
+			return i
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// agreedLeader returns the index of the member that all running members
+// name as their leader, or -1 if they name none, or different ones, or a
+// member that is not running.
+func (c *Cluster) agreedLeader() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	lead, leader := uint64(0), -1
+	for i, m := range c.members {
+		if m.etcd == nil {
+			continue
+		}
+		l := uint64(m.etcd.Server.Leader())
+		if l == 0 || (lead != 0 && l != lead) {
+			return -1
+		}
+		lead = l
+		if uint64(m.etcd.Server.MemberID()) == l {
+			leader = i
+		}
+	}
+	return leader
+}
+
 // waitLeader waits until all running members name the same leader and that
 // leader is one of them.
 func (c *Cluster) waitLeader() {
 	c.tb.Helper()
 	deadline := time.Now().Add(readyTimeout)
-	for {
-		es := c.running()
-		lead := es[0].Server.Leader()
-		agreed := lead != 0
-		self := false
-		for _, e := range es {
-			agreed = agreed && e.Server.Leader() == lead
-			self = self || e.Server.MemberID() == lead
-		}
-		if agreed && self {
-			return
-		}
+	for c.agreedLeader() < 0 {
 		if time.Now().After(deadline) {
-			c.tb.Fatalf("testetcd: no agreed leader among %d running members after %v", len(es), readyTimeout)
+			c.tb.Fatalf("testetcd: no agreed leader among %d running members after %v", len(c.running()), readyTimeout)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -63,3 +63,38 @@ func TestThreeMembers(t *testing.T) {
 	c.Restart()
 	mustGet(t, c, "k", "v2")
 }
+
+func TestLeader(t *testing.T) {
+	c := testetcd.Start(t, 3)
+	first := c.Leader()
+	if first < 0 || first > 2 {
+		t.Fatalf("Leader() = %d on a healthy cluster", first)
+	}
+	// The leader's own view agrees: its status names itself.
+	st, err := c.Client(t).Status(ctx(t), c.Endpoints()[first])
+	if err != nil {
+		t.Fatalf("Status: %v", err)
+	}
+	if st.Leader != st.Header.MemberId {
+		t.Fatalf("member %d reports leader %x, itself %x", first, st.Leader, st.Header.MemberId)
+	}
+
+	c.StopMember(first)
+	second := c.Leader()
+	if second < 0 || second == first {
+		t.Fatalf("Leader() = %d after stopping leader %d", second, first)
+	}
+	c.StopMember(second)
+	start := time.Now()
+	if l := c.Leader(); l != -1 {
+		t.Fatalf("Leader() = %d with one member of three running", l)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("Leader() without quorum took %v", d)
+	}
+
+	c.RestartMember(first)
+	if l := c.Leader(); l < 0 || l == second {
+		t.Fatalf("Leader() = %d after restoring a quorum without member %d", l, second)
+	}
+}

@@ -319,6 +319,87 @@ func (s *server) stop(keep bool) error {
 	return fmt.Errorf("testpg: postgres did not stop within %v of SIGQUIT; killed\n%s", stopTimeout, tail(s.logPath))
 }
 
+// kill SIGKILLs the postmaster, then every process left of the server, and
+// waits until none is left: a crash, with no checkpoint and no flush of the
+// WAL the server had not yet written. It removes the lock files the
+// postmaster leaves behind, so that a recycled PID cannot stop the next
+// start. It is a no-op when the server is not running.
+func (s *server) kill() error {
+	if s.cmd == nil {
+		return nil
+	}
+	defer func() {
+		s.logf.Close()
+		s.cmd, s.logf = nil, nil
+	}()
+	dataDir, err := filepath.EvalSymlinks(s.dataDir)
+	if err != nil {
+		return fmt.Errorf("testpg: %w", err)
+	}
+	select {
+	case <-s.exited: // it died on its own; do not signal a reused PID
+	default:
+		// The postmaster first: it would restart the backends it sees die.
+		if pid := s.postmasterPID(); pid > 0 {
+			syscall.Kill(pid, syscall.SIGKILL)
+		} else if s.asUser == nil {
+			s.cmd.Process.Kill()
+		}
+	}
+	// Its backends notice its death only when they next wait; kill them too,
+	// as a crash of the machine would. They are found by their working
+	// directory, the data directory: they are no longer the postmaster's
+	// children once it is gone.
+	deadline := time.Now().Add(stopTimeout)
+	for {
+		pids := processesIn(dataDir)
+		exited := false
+		select {
+		case <-s.exited:
+			exited = true
+		default:
+		}
+		if exited && len(pids) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			s.cmd.Process.Kill()
+			return fmt.Errorf("testpg: processes %v of the killed server still there after %v", pids, stopTimeout)
+		}
+		for _, pid := range pids {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for _, lock := range []string{
+		filepath.Join(s.dataDir, "postmaster.pid"),
+		filepath.Join(s.dir, fmt.Sprintf(".s.PGSQL.%d.lock", s.port)),
+	} {
+		if err := os.Remove(lock); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("testpg: %w", err)
+		}
+	}
+	return nil
+}
+
+// processesIn returns the live processes whose working directory is dir
+// (which must have no symbolic links), as far as /proc lets this process
+// see. Zombies have none: they hold no resources of the server any more.
+func processesIn(dir string) []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		if cwd, err := os.Readlink(filepath.Join("/proc", e.Name(), "cwd")); err == nil && cwd == dir {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
 // signalStandby makes the next start of the stopped server a hot standby's:
 // it stays in recovery, read-only, until promoted.
 func (s *server) signalStandby() error {

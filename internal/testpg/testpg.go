@@ -107,6 +107,20 @@ func (c *Cluster) Stop() error {
 	return c.withOwned(func(srv *server) error { return srv.stop(true) })
 }
 
+// Kill crashes an owned server: it SIGKILLs the postmaster and then its
+// remaining processes, with no checkpoint, and returns once none of them is
+// left. Open connections are cut and new ones are refused until Restart,
+// which recovers from the WAL. Only commits whose WAL was written survive:
+// the server runs with synchronous_commit=off, so commits acknowledged in
+// the last few hundred milliseconds (3 × wal_writer_delay) may be lost, as
+// they would be on a real server so configured. A client that needs its
+// acknowledged commits to survive Kill sets synchronous_commit=on for its
+// session (a DSN parameter). Killing a stopped server does nothing. It
+// fails for an external server.
+func (c *Cluster) Kill() error {
+	return c.withOwned(func(srv *server) error { return srv.kill() })
+}
+
 // Restart starts an owned server again on the same port and data directory,
 // stopping it first if it is running, and waits until it accepts
 // connections. It fails for an external server.
@@ -157,6 +171,78 @@ func (c *Cluster) Promote() error {
 		}
 		return nil
 	})
+}
+
+// TerminateBackends ends, with pg_terminate_backend, every client session
+// connected to database (a name, or a DSN such as NewDatabase returns)
+// other than its own, waits until they are gone, and returns how many it
+// ended. Their clients see "terminating connection due to administrator
+// command" or a closed connection on their next use. It fails tb if the
+// server cannot be asked.
+func (c *Cluster) TerminateBackends(tb testing.TB, database string) int {
+	tb.Helper()
+	if strings.Contains(database, "://") || strings.Contains(database, "=") {
+		cfg, err := pgx.ParseConfig(database)
+		if err != nil {
+			tb.Fatalf("testpg: terminate backends: %v", err)
+		}
+		database = cfg.Database
+	}
+	n, err := c.terminateBackends(database)
+	if err != nil {
+		tb.Fatalf("testpg: terminate backends of %s: %v", database, err)
+	}
+	return n
+}
+
+func (c *Cluster) terminateBackends(database string) (int, error) {
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		return 0, errClosed
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, c.adminDSN)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close(context.Background())
+	// Choose the sessions first, then end them: in one query the planner
+	// may call pg_terminate_backend before the other conditions are checked,
+	// on every session of the server, this one included.
+	var pids []int32
+	err = conn.QueryRow(ctx, `
+		SELECT coalesce(array_agg(pid), '{}') FROM pg_stat_activity
+		WHERE datname = $1 AND pid <> pg_backend_pid() AND backend_type = 'client backend'`,
+		database).Scan(&pids)
+	if err != nil {
+		return 0, err
+	}
+	// A session that ended in between is not counted.
+	err = conn.QueryRow(ctx, `
+		SELECT coalesce(array_agg(pid), '{}') FROM unnest($1::int[]) AS pid
+		WHERE pg_terminate_backend(pid)`, pids).Scan(&pids)
+	if err != nil {
+		return 0, err
+	}
+	// pg_terminate_backend only signals; wait until the sessions are over.
+	for {
+		var left int
+		err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE pid = ANY($1)", pids).Scan(&left)
+		if err != nil {
+			return 0, err
+		}
+		if left == 0 {
+			return len(pids), nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("%d of %d terminated sessions still there: %w", left, len(pids), ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 // withOwned runs fn on the owned server, holding c.mu; it fails for a
