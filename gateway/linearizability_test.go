@@ -17,79 +17,20 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
+	"github.com/fencegw/fencegw/faults"
 	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/internal/testetcd"
 	"github.com/fencegw/fencegw/tokens/storetest"
 )
 
-// The fence, as porcupine sees it: one max register per resource. A write
-// with epoch e is admitted iff e is not below the register, and then sets
-// it to e; a stale write leaves it alone and reports a value the register
-// had reached; a read returns it.
+// The fence, as porcupine sees it: faults.FenceModel, a max register per
+// resource.
+type (
+	fenceInput  = faults.FenceInput
+	fenceOutput = faults.FenceOutput
+)
 
-type fenceInput struct {
-	resource string
-	read     bool
-	epoch    int64 // for writes
-}
-
-type fenceOutput struct {
-	outcome string // "admitted", "stale", "superseded", "unavailable", "unknown" for writes; "value" for reads
-	current int64  // the current epoch a 412 named, or the value read
-}
-
-var fenceModel = porcupine.NondeterministicModel{
-	Partition: func(h []porcupine.Operation) [][]porcupine.Operation {
-		by := map[string][]porcupine.Operation{}
-		var keys []string
-		for _, op := range h {
-			r := op.Input.(fenceInput).resource
-			if _, ok := by[r]; !ok {
-				keys = append(keys, r)
-			}
-			by[r] = append(by[r], op)
-		}
-		var out [][]porcupine.Operation
-		for _, k := range keys {
-			out = append(out, by[k])
-		}
-		return out
-	},
-	Init: func() []any { return []any{int64(0)} },
-	Step: func(state, input, output any) []any {
-		hwm, in, out := state.(int64), input.(fenceInput), output.(fenceOutput)
-		if in.read {
-			if out.current == hwm {
-				return []any{hwm}
-			}
-			return nil
-		}
-		switch out.outcome {
-		case "admitted":
-			if in.epoch >= hwm {
-				return []any{in.epoch}
-			}
-		case "stale":
-			// The named current epoch beat the write and was reached.
-			if in.epoch < hwm && out.current > in.epoch && out.current <= hwm {
-				return []any{hwm}
-			}
-		case "unknown", "unavailable", "superseded":
-			if in.epoch >= hwm {
-				return []any{hwm, in.epoch}
-			}
-			return []any{hwm}
-		}
-		return nil
-	},
-	DescribeOperation: func(input, output any) string {
-		in, out := input.(fenceInput), output.(fenceOutput)
-		if in.read {
-			return fmt.Sprintf("read(%s) = %d", in.resource, out.current)
-		}
-		return fmt.Sprintf("write(%s, %d) %s %d", in.resource, in.epoch, out.outcome, out.current)
-	},
-}
+var fenceModel = faults.FenceModel
 
 // history records operations with their call and return times.
 type history struct {
@@ -134,7 +75,7 @@ func runClients(t *testing.T, replicas []*gw, up *recordingUpstream, clients, op
 					v, ok := readFence(client, g, res)
 					ret := h.now()
 					if ok {
-						h.add(c, fenceInput{resource: res, read: true}, fenceOutput{outcome: "value", current: v}, call, ret)
+						h.add(c, fenceInput{Resource: res, Read: true}, fenceOutput{Outcome: "value", Current: v}, call, ret)
 						seen[res] = max(seen[res], v)
 					}
 					continue
@@ -144,14 +85,14 @@ func runClients(t *testing.T, replicas []*gw, up *recordingUpstream, clients, op
 				call := h.now()
 				out := writeFence(client, g, res, e, id)
 				ret := h.now()
-				if out.outcome == "unknown" || out.outcome == "unavailable" {
+				if out.Outcome == "unknown" || out.Outcome == "unavailable" {
 					ret = math.MaxInt64 // it may take effect at any time after its call
 				}
-				h.add(c, fenceInput{resource: res, epoch: e}, out, call, ret)
+				h.add(c, fenceInput{Resource: res, Epoch: e}, out, call, ret)
 				h.mu.Lock()
 				h.writes[id], h.epochs[id] = out, e
 				h.mu.Unlock()
-				seen[res] = max(seen[res], e, out.current)
+				seen[res] = max(seen[res], e, out.Current)
 			}
 		}(c)
 	}
@@ -166,13 +107,13 @@ func writeFence(c *http.Client, g *gw, res string, epoch int64, id string) fence
 	req.Header.Set("X-Op", id)
 	resp, err := c.Do(req)
 	if err != nil {
-		return fenceOutput{outcome: "unknown"}
+		return fenceOutput{Outcome: "unknown"}
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
 	switch resp.StatusCode {
 	case http.StatusCreated:
-		return fenceOutput{outcome: "admitted"}
+		return fenceOutput{Outcome: "admitted"}
 	case http.StatusPreconditionFailed:
 		var p struct {
 			Type    string `json:"type"`
@@ -181,15 +122,15 @@ func writeFence(c *http.Client, g *gw, res string, epoch int64, id string) fence
 		json.Unmarshal(body, &p)
 		if p.Type == gateway.TypeSuperseded {
 			// Admitted (the HWM may have moved), then not forwarded.
-			return fenceOutput{outcome: "superseded"}
+			return fenceOutput{Outcome: "superseded"}
 		}
-		return fenceOutput{outcome: "stale", current: p.Current}
+		return fenceOutput{Outcome: "stale", Current: p.Current}
 	case http.StatusServiceUnavailable:
 		// The store could not confirm: the HWM may or may not have moved,
 		// but the write must not have been forwarded.
-		return fenceOutput{outcome: "unavailable"}
+		return fenceOutput{Outcome: "unavailable"}
 	default:
-		return fenceOutput{outcome: "unknown"}
+		return fenceOutput{Outcome: "unknown"}
 	}
 }
 
@@ -232,9 +173,9 @@ func newRecordingUpstream(t *testing.T) *recordingUpstream {
 // admitted write once with its epoch, no refused write at all.
 func check(t *testing.T, h *history, up *recordingUpstream) {
 	t.Helper()
-	counts := map[string]int{}
+	counts := map[faults.Outcome]int{}
 	for _, out := range h.writes {
-		counts[out.outcome]++
+		counts[out.Outcome]++
 	}
 	t.Logf("%d operations: %v", len(h.ops), counts)
 	if counts["admitted"] == 0 || counts["stale"] == 0 {
@@ -253,14 +194,14 @@ func check(t *testing.T, h *history, up *recordingUpstream) {
 	for id, out := range h.writes {
 		got := up.seen[id]
 		want := strconv.FormatInt(h.epochs[id], 10)
-		switch out.outcome {
+		switch out.Outcome {
 		case "admitted":
 			if len(got) != 1 || got[0] != want {
 				t.Errorf("admitted write %s reached the upstream as %v, want once with epoch %s", id, got, want)
 			}
 		case "stale", "unavailable", "superseded":
 			if len(got) != 0 {
-				t.Errorf("%s write %s reached the upstream %v", out.outcome, id, got)
+				t.Errorf("%s write %s reached the upstream %v", out.Outcome, id, got)
 			}
 		}
 	}
@@ -321,40 +262,4 @@ func TestLinearizableUnderMemberLoss(t *testing.T) {
 		}
 	})
 	check(t, h, up)
-}
-
-// TestModelCatchesViolations makes sure the checker is not vacuous: it
-// refuses histories a broken fence would produce.
-func TestModelCatchesViolations(t *testing.T) {
-	w := func(e int64, out string, cur int64, call, ret int64) porcupine.Operation {
-		return porcupine.Operation{Input: fenceInput{resource: "r", epoch: e}, Output: fenceOutput{outcome: out, current: cur},
-			Call: call, Return: ret}
-	}
-	r := func(v int64, call, ret int64) porcupine.Operation {
-		return porcupine.Operation{Input: fenceInput{resource: "r", read: true}, Output: fenceOutput{outcome: "value", current: v},
-			Call: call, Return: ret}
-	}
-	model := fenceModel.ToModel()
-	bad := map[string][]porcupine.Operation{
-		"lower epoch admitted after a higher one": {w(2, "admitted", 0, 0, 1), w(1, "admitted", 0, 2, 3)},
-		"stale though nothing beat it":            {w(1, "admitted", 0, 0, 1), w(2, "stale", 3, 2, 3)},
-		"stale naming an epoch never reached":     {w(2, "admitted", 0, 0, 1), w(1, "stale", 5, 2, 3)},
-		"read missing a completed admission":      {w(3, "admitted", 0, 0, 1), r(0, 2, 3)},
-		"read going backwards":                    {w(3, "unknown", 0, 0, math.MaxInt64), r(3, 1, 2), r(0, 3, 4)},
-	}
-	for name, ops := range bad {
-		if porcupine.CheckOperations(model, ops) {
-			t.Errorf("%s: accepted", name)
-		}
-	}
-	good := map[string][]porcupine.Operation{
-		"concurrent writes in either order": {w(2, "admitted", 0, 0, 10), w(1, "admitted", 0, 1, 9)},
-		"unknown write that took effect":    {w(5, "unknown", 0, 0, math.MaxInt64), w(4, "stale", 5, 1, 2)},
-		"unknown write that did not":        {w(5, "unknown", 0, 0, math.MaxInt64), w(4, "admitted", 0, 1, 2), r(4, 3, 4)},
-	}
-	for name, ops := range good {
-		if !porcupine.CheckOperations(model, ops) {
-			t.Errorf("%s: refused", name)
-		}
-	}
 }

@@ -41,7 +41,13 @@ if [ -n "$unformatted" ]; then
 	echo "gofmt needed on:"; echo "$unformatted"; exit 1
 fi
 go vet ./...
-go test -race -count=1 -timeout 25m ./...
+# The fault suite (faults/) appends its result tables here; they are
+# printed once the tests passed.
+faults_report=$(mktemp)
+trap 'rm -f "$faults_report"' EXIT
+FENCEGW_FAULTS_REPORT=$faults_report go test -race -count=1 -timeout 25m ./...
+echo "fault suite:"
+cat "$faults_report"
 
 # Every fuzz target for a few seconds: new crashers fail the run.
 fuzztime=${FUZZTIME:-5s}

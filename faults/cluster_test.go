@@ -1,0 +1,295 @@
+package faults
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/fencegw/fencegw/internal/testetcd"
+	"github.com/fencegw/fencegw/internal/testpg"
+)
+
+// The cluster under test: a store (PostgreSQL, or a three-member etcd),
+// three fencegw processes, each reaching the store and the upstream
+// through fault proxies of its own, and one recording upstream.
+
+// leaseTTL is the leaders' lease; the lease-related faults outlast it.
+const leaseTTL = 2 * time.Second
+
+// upstreamTimeout bounds an admitted exchange in the gateways.
+const upstreamTimeout = 2 * time.Second
+
+// cluster is the system under test.
+type cluster struct {
+	t     *testing.T
+	store string // "postgres" or "etcd"
+	pg    *testpg.Cluster
+	etcd  *testetcd.Cluster
+	dsn   string // the PostgreSQL database, as the suite reaches it directly
+	// storeProxies[r] are replica r's ways to the store: one for
+	// PostgreSQL, one per member for etcd.
+	storeProxies [][]*Proxy
+	upProxies    []*Proxy
+	up           *recorder
+	gateways     []*gatewayProc
+	// stoppedMember is the etcd member a fault stopped.
+	stoppedMember int
+	// pprof serves the gateways' profiles (the soak counts goroutines).
+	pprof bool
+}
+
+// newCluster starts the store, the upstream and three gateways.
+func newCluster(t *testing.T, store string) *cluster { return newClusterWith(t, store, false) }
+
+// newClusterWith is newCluster, with Go's profiles served by the gateways
+// when pprof is set.
+func newClusterWith(t *testing.T, store string, pprof bool) *cluster {
+	c := &cluster{t: t, store: store, up: newRecorder(t), pprof: pprof}
+	var targets []string // the store's addresses
+	switch store {
+	case "postgres":
+		c.pg = testpg.Require(t)
+		c.dsn = c.pg.NewDatabase(t)
+		u, err := url.Parse(c.dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		targets = []string{u.Host}
+	case "etcd":
+		c.etcd = testetcd.Start(t, 3)
+		for _, ep := range c.etcd.Endpoints() {
+			targets = append(targets, strings.TrimPrefix(ep, "http://"))
+		}
+	}
+	for r := 0; r < 3; r++ {
+		var ps []*Proxy
+		for _, target := range targets {
+			ps = append(ps, c.proxy(target))
+		}
+		c.storeProxies = append(c.storeProxies, ps)
+		c.upProxies = append(c.upProxies, c.proxy(strings.TrimPrefix(c.up.srv.URL, "http://")))
+		c.gateways = append(c.gateways, c.startGateway(r))
+	}
+	return c
+}
+
+func (c *cluster) proxy(target string) *Proxy {
+	p, err := NewProxy(target)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(func() { p.Close() })
+	return p
+}
+
+// storeURL is replica r's store URL, through its proxies.
+func (c *cluster) storeURL(r int) string {
+	if c.store == "etcd" {
+		var eps []string
+		for _, p := range c.storeProxies[r] {
+			eps = append(eps, p.Addr())
+		}
+		return "etcd://" + strings.Join(eps, ",")
+	}
+	u, _ := url.Parse(c.dsn)
+	u.Host = c.storeProxies[r][0].Addr()
+	q := u.Query()
+	// Acknowledged commits must survive a SIGKILL of the server (the test
+	// server runs with synchronous_commit off for speed).
+	q.Set("synchronous_commit", "on")
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// config is replica r's configuration: a raw route whose resource comes
+// from X-Resource, and a signed route bound to the lease.
+func (c *cluster) config(r int) string {
+	y := fmt.Sprintf(`store: %q
+store_timeout: 1s
+upstream_timeout: %s
+upstream_response_header_timeout: %s
+audit:
+  replica: gw-%d
+telemetry:
+  pprof: %t
+routes:
+  - prefix: "/raw/"
+    upstream: "http://%s"
+    tokens: raw
+    resource: "{header:X-Resource}"
+  - prefix: "/w/"
+    upstream: "http://%s"
+    tokens: signed
+    resource: %q
+`, c.storeURL(r), upstreamTimeout, upstreamTimeout, r, c.pprof, c.upProxies[r].Addr(), c.upProxies[r].Addr(), leaseName)
+	path := filepath.Join(c.t.TempDir(), "fencegw.yaml")
+	if err := os.WriteFile(path, []byte(y), 0o600); err != nil {
+		c.t.Fatal(err)
+	}
+	return path
+}
+
+// gatewayProc is one fencegw process; restarts keep its addresses.
+type gatewayProc struct {
+	replica    int
+	proxyAddr  string
+	apiAddr    string
+	configPath string
+	mu         sync.Mutex
+	cmd        *exec.Cmd
+	done       chan struct{}
+	stderr     *lockedBuffer
+}
+
+func (g *gatewayProc) proxyURL() string { return "http://" + g.proxyAddr }
+func (g *gatewayProc) apiURL() string   { return "http://" + g.apiAddr }
+
+func (c *cluster) startGateway(r int) *gatewayProc {
+	g := &gatewayProc{replica: r, proxyAddr: freeAddr(c.t), apiAddr: freeAddr(c.t), configPath: c.config(r),
+		stderr: &lockedBuffer{}}
+	c.t.Cleanup(func() {
+		g.signal(syscall.SIGCONT)
+		g.kill()
+		if c.t.Failed() {
+			c.t.Logf("gateway %d stderr (tail):\n%s", r, g.stderr.tail(1500))
+		}
+	})
+	g.start(c.t)
+	return g
+}
+
+// start runs the process and waits until its control API answers.
+func (g *gatewayProc) start(t *testing.T) {
+	cmd := exec.Command(binary, "serve", "--config", g.configPath, "--listen", g.proxyAddr, "--api-listen", g.apiAddr)
+	cmd.Stderr = g.stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	g.mu.Lock()
+	g.cmd, g.done = cmd, done
+	g.mu.Unlock()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(g.apiURL() + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			return
+		}
+		select {
+		case <-done:
+			t.Fatalf("gateway %d exited at start:\n%s", g.replica, g.stderr.tail(4000))
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("gateway %d did not come up:\n%s", g.replica, g.stderr.tail(4000))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// kill ends the process with SIGKILL and waits for it.
+func (g *gatewayProc) kill() {
+	g.mu.Lock()
+	cmd, done := g.cmd, g.done
+	g.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	cmd.Process.Kill()
+	<-done
+}
+
+func (g *gatewayProc) signal(s syscall.Signal) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.cmd != nil {
+		g.cmd.Process.Signal(s)
+	}
+}
+
+// pid is the process id, for sampling its memory.
+func (g *gatewayProc) pid() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.cmd.Process.Pid
+}
+
+func freeAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// recorder is the upstream: it records every write's receipt interval and
+// answers 201, after slow when the write is on the lease and slow is set.
+type recorder struct {
+	srv  *httptest.Server
+	slow atomic.Int64 // nanoseconds
+	mu   sync.Mutex
+	got  []Receipt
+}
+
+func newRecorder(t *testing.T) *recorder {
+	rec := &recorder{}
+	rec.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		b, err := io.ReadAll(r.Body)
+		got := Receipt{OpID: r.Header.Get("X-Op"), Resource: r.Header.Get("Fencing-Resource"),
+			Key: r.Header.Get("Idempotency-Key"), Holder: r.Header.Get("X-Holder"), Start: start, End: time.Now(),
+			Whole: err == nil && (r.ContentLength < 0 || int64(len(b)) == r.ContentLength)}
+		got.Replica, _ = strconv.Atoi(r.Header.Get("X-Replica"))
+		got.Epoch, _ = strconv.ParseInt(r.Header.Get("Fencing-Epoch"), 10, 64)
+		rec.mu.Lock()
+		rec.got = append(rec.got, got)
+		rec.mu.Unlock()
+		if d := time.Duration(rec.slow.Load()); d > 0 && got.Resource == leaseName {
+			time.Sleep(d)
+		}
+		w.WriteHeader(http.StatusCreated)
+	}))
+	t.Cleanup(rec.srv.Close)
+	return rec
+}
+
+func (rec *recorder) receipts() []Receipt {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	return append([]Receipt(nil), rec.got...)
+}
+
+// lockedBuffer keeps a process's stderr.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b = append(l.b, p...)
+	return len(p), nil
+}
+
+func (l *lockedBuffer) tail(n int) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return string(l.b[max(0, len(l.b)-n):])
+}

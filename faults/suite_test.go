@@ -1,0 +1,265 @@
+package faults
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The suite's knobs, from the environment:
+//
+//	FENCEGW_FAULTS_SEEDS   comma-separated seeds to run ("random" draws one;
+//	                       default: the fixed CI list)
+//	FENCEGW_FAULTS_HOLD    how long each fault lasts (default 2s; longer
+//	                       ones for a long run, e.g. 1m)
+//	FENCEGW_FAULTS_COMBOS  faults made two at a time after the single ones
+//	                       (default 2)
+//	FENCEGW_FAULTS_ONLY    a regular expression: only the faults it matches
+//	FENCEGW_FAULTS_REPORT  a file the result tables are appended to
+const (
+	envSeeds  = "FENCEGW_FAULTS_SEEDS"
+	envHold   = "FENCEGW_FAULTS_HOLD"
+	envCombos = "FENCEGW_FAULTS_COMBOS"
+	envReport = "FENCEGW_FAULTS_REPORT"
+	envOnly   = "FENCEGW_FAULTS_ONLY"
+)
+
+// ciSeeds is the fixed seed list of a CI run, one per store.
+var ciSeeds = []uint64{1}
+
+// recoveryBound is how soon after a fault heals admissions must resume
+// through every replica it was aimed at.
+const recoveryBound = 20 * time.Second
+
+// settle is how long after a replica recovered it may still answer 503
+// on connections the fault killed, until it finds them dead: etcd's client
+// keepalive (5s + 2s) and the store timeout (1s) of a request that meets a
+// dead connection.
+const settle = 10 * time.Second
+
+// TestFaults runs the workload (and a leader process with a slow clock)
+// against PostgreSQL and a three-member etcd while the nemesis makes every
+// fault it knows on its own, then a few two at a time, and checks the
+// history: admissions linearizable, epochs
+// exclusive, keyed writes forwarded at most once, nothing admitted without
+// the store and nothing refused forwarded, admissions back within
+// recoveryBound of every heal and no 503 outside a fault, no HWM lower
+// after a store restart.
+func TestFaults(t *testing.T) {
+	seeds, hold, combos := suiteSettings(t)
+	for _, store := range []string{"postgres", "etcd"} {
+		for _, seed := range seeds {
+			t.Run(fmt.Sprintf("%s/seed=%d", store, seed), func(t *testing.T) {
+				t.Logf("replay with %s=%d %s=%s", envSeeds, seed, envHold, hold)
+				runSuite(t, store, seed, hold, combos)
+			})
+		}
+	}
+}
+
+func suiteSettings(t *testing.T) (seeds []uint64, hold time.Duration, combos int) {
+	seeds, hold, combos = ciSeeds, 2*time.Second, 2
+	if s := os.Getenv(envSeeds); s != "" {
+		seeds = nil
+		for _, f := range strings.Split(s, ",") {
+			if f == "random" {
+				seeds = append(seeds, rand.Uint64()%1_000_000)
+				continue
+			}
+			n, err := strconv.ParseUint(f, 10, 64)
+			if err != nil {
+				t.Fatalf("%s: %q is not a seed", envSeeds, f)
+			}
+			seeds = append(seeds, n)
+		}
+	}
+	if s := os.Getenv(envHold); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d <= 0 {
+			t.Fatalf("%s: %q is not a duration", envHold, s)
+		}
+		hold = d
+	}
+	if s := os.Getenv(envCombos); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 {
+			t.Fatalf("%s: %q is not a count", envCombos, s)
+		}
+		combos = n
+	}
+	return seeds, hold, combos
+}
+
+// plan is the seed's order of steps: every fault of the store alone, then
+// combos pairs of a store-side fault and a gateway- or upstream-side one.
+func plan(store string, seed uint64, combos int) [][]fault {
+	rng := rand.New(rand.NewPCG(seed, 0x6661756c7473))
+	var kinds, storeSide, otherSide []fault
+	only := regexp.MustCompile(os.Getenv(envOnly))
+	for _, f := range faultKinds {
+		if !slices.Contains(f.stores, store) || !only.MatchString(f.name) {
+			continue
+		}
+		kinds = append(kinds, f)
+		if strings.HasPrefix(f.name, "store") || strings.HasPrefix(f.name, "pg") || strings.HasPrefix(f.name, "etcd") {
+			storeSide = append(storeSide, f)
+		} else {
+			otherSide = append(otherSide, f)
+		}
+	}
+	var steps [][]fault
+	for _, i := range rng.Perm(len(kinds)) {
+		steps = append(steps, []fault{kinds[i]})
+	}
+	for range combos {
+		if len(storeSide) == 0 || len(otherSide) == 0 {
+			break
+		}
+		steps = append(steps, []fault{storeSide[rng.IntN(len(storeSide))], otherSide[rng.IntN(len(otherSide))]})
+	}
+	return steps
+}
+
+func runSuite(t *testing.T, store string, seed uint64, hold time.Duration, combos int) {
+	c := newCluster(t, store)
+	w := newWorkload(c)
+	slow := startSlowLeader(t, c)
+	stop := make(chan struct{})
+	wait := w.run(seed, 4, stop)
+	stopped := false
+	defer func() {
+		if !stopped {
+			close(stop)
+			wait()
+		}
+	}()
+	time.Sleep(time.Second) // warm up
+	var windows []Window
+	var hwm []Violation
+	for _, step := range plan(store, seed, combos) {
+		start := time.Now()
+		d := hold
+		for _, f := range step {
+			f.inject(c)
+			if f.name == "gateway-sigstop" || f.name == "slow-upstream" {
+				d = max(d, leaseTTL+time.Second) // outlast a lease
+			}
+		}
+		inForce := time.Now()
+		time.Sleep(d)
+		heal := time.Now()
+		for _, f := range step {
+			f.heal(c)
+		}
+		healed := time.Now()
+		for i, f := range step {
+			var with []string
+			for j, g := range step {
+				if j != i {
+					with = append(with, g.name)
+				}
+			}
+			windows = append(windows, Window{Kind: f.name, With: with, Replicas: f.replicas, Start: start, InForce: inForce,
+				Heal: heal, Healed: healed, StoreCut: f.storeCut})
+		}
+		c.awaitRecovery(w, step, healed)
+		hwm = append(hwm, c.checkHWM(w, start)...)
+		time.Sleep(500 * time.Millisecond)
+	}
+	close(stop)
+	wait()
+	stopped = true
+	slow.stop()
+	time.Sleep(200 * time.Millisecond) // receipts of the last answers
+	h := &History{Ops: w.history(), Receipts: c.up.receipts(), Windows: windows, Leased: map[string]bool{leaseName: true},
+		End: time.Now()}
+	vs := Check(h, 2*time.Minute)
+	recs, lv := Liveness(h, len(c.gateways), recoveryBound, settle)
+	vs = append(append(vs, lv...), hwm...)
+	report := Table(h, recs, vs)
+	t.Logf("store %s, seed %d, faults held %s:\n%s", store, seed, hold, report)
+	if path := os.Getenv(envReport); path != "" {
+		appendReport(t, path, fmt.Sprintf("store %s, seed %d, faults held %s\n%s\n", store, seed, hold, report))
+	}
+	if n := len(h.Ops); n < 200 {
+		t.Errorf("the workload made only %d operations", n)
+	}
+	terms, writes := slow.summary()
+	t.Logf("the slow-clock leader led %d terms; its writes by status: %v", terms, writes)
+	if terms == 0 || writes[412] == 0 {
+		t.Errorf("the slow-clock leader led %d terms and had no write refused (%v): the fault was not exercised", terms, writes)
+	}
+	for _, v := range vs {
+		t.Errorf("%s", v)
+	}
+}
+
+// awaitRecovery waits (bounded) until a write was admitted through every
+// replica the step's faults were aimed at, after heal.
+func (c *cluster) awaitRecovery(w *workload, step []fault, heal time.Time) {
+	want := map[int]bool{}
+	for _, f := range step {
+		for r := range c.gateways {
+			if (Window{Replicas: f.replicas}).affects(r) {
+				want[r] = true
+			}
+		}
+	}
+	for deadline := time.Now().Add(recoveryBound + 5*time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		for _, op := range w.history() {
+			if op.Outcome == OutcomeAdmitted && !op.Call.Before(heal) {
+				delete(want, op.Replica)
+			}
+		}
+		if len(want) == 0 {
+			return
+		}
+	}
+}
+
+// checkHWM reads every resource's fence through every replica and finds
+// those below an epoch admitted before the step began: an HWM that went
+// down.
+func (c *cluster) checkHWM(w *workload, before time.Time) []Violation {
+	admitted := map[string]int64{}
+	for _, op := range w.history() {
+		if (op.Outcome == OutcomeAdmitted || op.Outcome == OutcomeValue) && op.Return.Before(before) {
+			admitted[op.Resource] = max(admitted[op.Resource], op.Epoch, op.Current)
+		}
+	}
+	var vs []Violation
+	for r := range c.gateways {
+		for res, want := range admitted {
+			if got, ok := w.read(-1, r, res); ok && got < want {
+				vs = append(vs, Violation{Check: "hwm", At: time.Now(), Detail: fmt.Sprintf(
+					"%s read %d through replica %d, below %d admitted earlier", res, got, r, want)})
+			}
+		}
+	}
+	return vs
+}
+
+func dbName(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimPrefix(u.Path, "/")
+}
+
+func appendReport(t *testing.T, path, s string) {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Errorf("report: %v", err)
+		return
+	}
+	defer f.Close()
+	f.WriteString(s)
+}
