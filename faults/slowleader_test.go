@@ -27,7 +27,7 @@ func startSlowLeader(t *testing.T, c *cluster) *slowLeader {
 	l := &slowLeader{done: make(chan struct{}), writes: map[int]int{}}
 	l.cmd = exec.Command(leaderBinary, "--api", c.gateways[0].apiURL(), "--write", c.gateways[1].proxyURL()+"/w/op",
 		"--lease", leaseName, "--holder", "node-slow", "--lease-duration", leaseTTL.String(), "--renew-deadline", "1500ms",
-		"--retry", "300ms", "--job", "100ms", "--no-watch", "--clock-rate", "0.25")
+		"--retry", "100ms", "--job", "100ms", "--no-watch", "--clock-rate", "0.25")
 	out, err := l.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

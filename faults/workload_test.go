@@ -237,6 +237,8 @@ func (w *workload) leader(id int, holder string, rng *rand.Rand, stop <-chan str
 				w.write(id, rng.IntN(len(w.c.gateways)), OpSigned, leaseName, epoch, token, holder, "", "zombie "+holder)
 			}
 		}
+		// Leave the others (the slow-clock leader process too) a chance.
+		time.Sleep(time.Duration(500+rng.IntN(1000)) * time.Millisecond)
 	}
 }
 

@@ -59,7 +59,7 @@ func TestFirstURL(t *testing.T) {
 // followed back (a base RoundTripper that names no request in its
 // responses) is sent without the token, also one the caller set.
 func TestTokenNotSentToUnknownOrigin(t *testing.T) {
-	e := &Elector{}
+	e := &Elector{cfg: Config{}.withDefaults()}
 	e.cur = &term{Term: Term{Epoch: 3}, deadline: time.Now().Add(time.Hour)}
 	var sent []string
 	tr := e.Transport(roundTripFunc(func(r *http.Request) (*http.Response, error) {
