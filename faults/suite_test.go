@@ -193,7 +193,10 @@ func runSuite(t *testing.T, store string, seed uint64, hold time.Duration, combo
 	}
 	terms, writes := slow.summary()
 	t.Logf("the slow-clock leader led %d terms; its writes by status: %v", terms, writes)
-	if terms == 0 || writes[412] == 0 {
+	// A whole plan lasts a minute or more: the slow leader must have led
+	// and been refused after a lapse. (A run of a few faults may be too
+	// short for it.)
+	if os.Getenv(envOnly) == "" && (terms == 0 || writes[412] == 0) {
 		t.Errorf("the slow-clock leader led %d terms and had no write refused (%v): the fault was not exercised", terms, writes)
 	}
 	for _, v := range vs {

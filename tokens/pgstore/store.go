@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -45,6 +46,12 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("pgstore: %w", err)
 	}
 	pgprimary.Require(cfg.ConnConfig)
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		// A connection begun while the server cannot be reached (a
+		// partition) would otherwise wait for ever, holding a place in
+		// the pool after the partition healed.
+		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
+	}
 	cfg.AfterConnect = durableCommits
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -56,6 +63,10 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	}
 	return &Store{pool: pool, q: newQueries(&o), iq: newIdemQueries(o.ident(idemTable)), aq: newAuditQueries(o.ident(auditTable)), listen: &listener{pool: pool}}, nil
 }
+
+// DefaultConnectTimeout bounds opening a connection when the DSN sets no
+// connect_timeout.
+const DefaultConnectTimeout = 5 * time.Second
 
 // Current returns the HWM of resource, or 0 if none was recorded. It reads
 // from the primary with a fresh statement, so it reflects every Advance that
