@@ -36,16 +36,48 @@ if [ -z "${FENCEGW_CHROMIUM:-}" ] && ! command -v chromium >/dev/null && ! comma
 	fi
 fi
 
+# quick: the edit-test loop. Unit tests and the conformance suites on the
+# embedded store, without the race detector, the PostgreSQL and etcd
+# backends, the process tests, the benchmarks and the fault suite.
+if [ "${1:-}" = quick ]; then
+	go vet ./...
+	exec go test -count=1 -timeout 10m $(go list ./... | grep -vE '/(faults|bench|cmd/fencegw)(/|$)|/(pgstore|etcdstore|pgsource|etcdsource)$|/internal/(testpg|testetcd|demo)$')
+fi
+
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$unformatted" ]; then
 	echo "gofmt needed on:"; echo "$unformatted"; exit 1
 fi
+echo "go vet"
 go vet ./...
 # The fault suite (faults/) appends its result tables here; they are
 # printed once the tests passed.
 faults_report=$(mktemp)
-trap 'rm -f "$faults_report"' EXIT
-FENCEGW_FAULTS_REPORT=$faults_report go test -race -count=1 -timeout 25m ./...
+# A heartbeat every 25 s: how many packages are done and which are not yet,
+# so a long package never leaves the run silent.
+test_log=$(mktemp)
+trap 'rm -f "$faults_report" "$test_log"' EXIT
+packages=$(go list ./...)
+total=$(echo "$packages" | wc -l)
+start=$(date +%s)
+(
+	while sleep 25; do
+		done_n=$(grep -cE '^(ok|FAIL|\?) ' "$test_log" || true)
+		pending=$(for p in $packages; do grep -qE "^(ok|FAIL|\?) +$p([[:space:]]|$)" "$test_log" || echo "$p"; done | head -3 | sed 's|.*/fencegw/||' | paste -sd, -)
+		echo "[test] $(($(date +%s) - start)) s: $done_n of $total packages done; waiting on ${pending:-none}"
+	done
+) &
+heartbeat=$!
+set +e
+FENCEGW_FAULTS_REPORT=$faults_report go test -race -count=1 -timeout 25m ./... 2>&1 | tee "$test_log"
+status=${PIPESTATUS[0]}
+set -e
+kill "$heartbeat" 2>/dev/null || true
+wait "$heartbeat" 2>/dev/null || true
+if [ "$status" != 0 ]; then
+	echo "tests failed (exit $status)"
+	exit "$status"
+fi
 echo "fault suite:"
 cat "$faults_report"
 
