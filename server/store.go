@@ -33,6 +33,6 @@ func openStore(ctx context.Context, store string, clock tokens.Clock) (tokens.St
 		}
 		return s, nil
 	default:
-		return boltstore.Open(store)
+		return boltstore.OpenClock(store, clock)
 	}
 }
