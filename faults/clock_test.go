@@ -74,24 +74,37 @@ func (j *clockJumper) heal(c *cluster) {
 
 // awaitClock waits (bounded) until the process's wall clock reads the
 // host's plus offset, to a second: the iat of a token it issues for a
-// probe lease of its own (never written to) says so.
+// probe lease of its own (never written to) says so. When no probe is
+// answered (another fault may have cut the store) it only logs.
 func (g *gatewayProc) awaitClock(t *testing.T, offset time.Duration) {
-	var got time.Duration
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		var ok bool
-		if got, ok = g.clockOffset(); ok && got > offset-2*time.Second && got < offset+2*time.Second {
-			return
+	var (
+		got      time.Duration
+		answered bool
+	)
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if d, ok := g.clockOffset(); ok {
+			got, answered = d, true
+			if d > offset-2*time.Second && d < offset+2*time.Second {
+				return
+			}
 		}
+	}
+	if !answered {
+		t.Logf("gateway %d: no probe token came back; its clock jump to %s is unconfirmed", g.replica, offset)
+		return
 	}
 	t.Errorf("gateway %d: its clock reads %s from the host's, want %s: the clock hook did not take", g.replica, got, offset)
 }
+
+// probeClient sends clock probes; a probe never waits long.
+var probeClient = &http.Client{Timeout: time.Second}
 
 // clockOffset is how far the process's wall clock is from the host's, to
 // a second, from the iat of a token for a probe lease.
 func (g *gatewayProc) clockOffset() (time.Duration, bool) {
 	name := fmt.Sprintf("clock-probe-%d", g.replica)
 	before := time.Now()
-	resp, err := http.Post(g.apiURL()+"/v1/leases/"+name+"/acquire", "application/json",
+	resp, err := probeClient.Post(g.apiURL()+"/v1/leases/"+name+"/acquire", "application/json",
 		strings.NewReader(`{"holder":"probe","ttl_seconds":1}`))
 	if err != nil {
 		return 0, false
