@@ -49,6 +49,8 @@ type cluster struct {
 	stoppedMember int
 	// pprof serves the gateways' profiles (the soak counts goroutines).
 	pprof bool
+	// jumper makes the clock-jump fault.
+	jumper clockJumper
 }
 
 // newCluster starts the store, the upstream and three gateways.
@@ -152,6 +154,10 @@ type gatewayProc struct {
 	cmd        *exec.Cmd
 	done       chan struct{}
 	stderr     *lockedBuffer
+
+	// clockFile holds the offset of the process's wall clock (see
+	// jumpClock); a restart keeps it, as a host keeps its clock.
+	clockFile string
 }
 
 func (g *gatewayProc) proxyURL() string { return "http://" + g.proxyAddr }
@@ -159,7 +165,8 @@ func (g *gatewayProc) apiURL() string   { return "http://" + g.apiAddr }
 
 func (c *cluster) startGateway(r int) *gatewayProc {
 	g := &gatewayProc{replica: r, proxyAddr: freeAddr(c.t), apiAddr: freeAddr(c.t), configPath: c.config(r),
-		stderr: &lockedBuffer{}}
+		clockFile: filepath.Join(c.t.TempDir(), "clock-offset"), stderr: &lockedBuffer{}}
+	g.jumpClock(c.t, 0)
 	c.t.Cleanup(func() {
 		g.signal(syscall.SIGCONT)
 		g.kill()
@@ -174,6 +181,7 @@ func (c *cluster) startGateway(r int) *gatewayProc {
 // start runs the process and waits until its control API answers.
 func (g *gatewayProc) start(t *testing.T) {
 	cmd := exec.Command(binary, "serve", "--config", g.configPath, "--listen", g.proxyAddr, "--api-listen", g.apiAddr)
+	cmd.Env = append(os.Environ(), envGatewayTestHooks+"=1", envGatewayClockFile+"="+g.clockFile)
 	cmd.Stderr = g.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -2,8 +2,8 @@
 // etcd's robustness tests: concurrent clients and leaders write through
 // three gateway replicas while a nemesis restarts, kills and partitions the
 // store, breaks the network between the gateways and their store and
-// upstream, kills and freezes gateways, and slows the upstream; checkers
-// then judge the recorded history.
+// upstream, kills and freezes gateways, jumps their wall clocks, and slows
+// the upstream; checkers then judge the recorded history.
 //
 // The package holds the parts the suite is made of — a loopback TCP fault
 // proxy (Proxy), the history a run records (Op, Receipt, Window), and the

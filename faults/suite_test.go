@@ -151,6 +151,9 @@ func runSuite(t *testing.T, store string, seed uint64, hold time.Duration, combo
 			if f.name == "gateway-sigstop" || f.name == "slow-upstream" {
 				d = max(d, leaseTTL+time.Second) // outlast a lease
 			}
+			if f.name == clockJumpFault {
+				d = max(d, clockJumpHold)
+			}
 		}
 		inForce := time.Now()
 		time.Sleep(d)
@@ -190,6 +193,19 @@ func runSuite(t *testing.T, store string, seed uint64, hold time.Duration, combo
 	}
 	if n := len(h.Ops); n < 200 {
 		t.Errorf("the workload made only %d operations", n)
+	}
+	for _, win := range windows {
+		if win.Kind == clockJumpFault && len(win.With) == 0 {
+			// The jump alone must have met leased writes on the jumped
+			// replicas.
+			n := leasedInFlight(h, win)
+			t.Logf("leased writes admitted while clocks were jumped, by replica: %v", n)
+			for r, k := range n {
+				if k == 0 {
+					t.Errorf("no leased write was admitted through replica %d while its clock was jumped: the fault was not exercised", r)
+				}
+			}
+		}
 	}
 	terms, writes := slow.summary()
 	t.Logf("the slow-clock leader led %d terms; its writes by status: %v", terms, writes)

@@ -46,6 +46,9 @@ type AuditOptions struct {
 	// MeterProvider counts dropped events and failed writes (none when
 	// nil).
 	MeterProvider metric.MeterProvider
+	// Clock is the wall clock the events' times are read on, which
+	// decides when an interval has ended (the system clock when nil).
+	Clock tokens.Clock
 }
 
 // AuditRecorder records refused writes and lease events in the durable
@@ -264,7 +267,7 @@ func (a *AuditRecorder) Flush(ctx context.Context) error {
 		err = a.store.PutAudit(wctx, batch)
 		cancel()
 	}
-	now := time.Now()
+	now := tokens.ClockOr(a.o.Clock).Now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if err != nil {

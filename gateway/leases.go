@@ -119,7 +119,7 @@ func (c *control) acquire(w http.ResponseWriter, r *http.Request) {
 // it followed, when that one lapsed without a release, and the grant, with
 // the one before it when it took over from another.
 func (c *control) recordGrant(ctx context.Context, g tokens.Grant) {
-	now := time.Now()
+	now := c.Observer.now()
 	prev := g.Previous
 	if prev != nil && prev.Epoch < g.Epoch && !prev.Held && !prev.Released {
 		lapse := prev.ExpiresAt
@@ -146,7 +146,7 @@ func (c *control) renew(w http.ResponseWriter, r *http.Request) {
 		c.leaseError(w, r, "renew", name, err)
 		return
 	}
-	c.Observer.leaseHistory(r.Context(), time.Now(), tokens.LeaseRenewed, l, nil)
+	c.Observer.leaseHistory(r.Context(), c.Observer.now(), tokens.LeaseRenewed, l, nil)
 	c.writeLease(w, r, l)
 }
 
@@ -160,7 +160,7 @@ func (c *control) release(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.Observer.leaseEvent(r.Context(), "fencing.lease.released", c.Observer.leaseReleases, name, holder, epoch)
-	c.Observer.leaseHistory(r.Context(), time.Now(), tokens.LeaseReleased, tokens.Lease{Name: name, Holder: holder, Epoch: epoch}, nil)
+	c.Observer.leaseHistory(r.Context(), c.Observer.now(), tokens.LeaseReleased, tokens.Lease{Name: name, Holder: holder, Epoch: epoch}, nil)
 	c.Logger.LogAttrs(r.Context(), slog.LevelInfo, "lease released", slog.String("lease", name),
 		slog.String("holder", holder), slog.Int64("epoch", epoch), slog.String("caller", by.Name))
 	w.WriteHeader(http.StatusNoContent)

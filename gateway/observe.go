@@ -48,6 +48,9 @@ type Observer struct {
 	// ResourceLabels adds the resource name to lease metrics. Off by
 	// default: resource names are unbounded.
 	ResourceLabels bool
+	// Clock is the wall clock audit events are timed on (the system
+	// clock when nil); see tokens.Clock.
+	Clock tokens.Clock
 
 	tracer             trace.Tracer
 	decisions          metric.Int64Counter
@@ -183,7 +186,15 @@ func (o *Observer) audit(r *http.Request, a Admission, p *Problem) {
 	if rej.Resource == "" {
 		rej.Resource = a.Resource
 	}
-	o.Audit.Refused(time.Now(), rej, traceID(r.Context()))
+	o.Audit.Refused(o.now(), rej, traceID(r.Context()))
+}
+
+// now is the wall-clock time on o's Clock.
+func (o *Observer) now() time.Time {
+	if o == nil {
+		return tokens.SystemClock{}.Now()
+	}
+	return tokens.ClockOr(o.Clock).Now()
 }
 
 // leaseHistory records a lease event in the durable audit.

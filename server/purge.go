@@ -55,7 +55,7 @@ func (s *Server) purgeLoop(stop <-chan struct{}, done chan<- struct{}) {
 func (s *Server) purgeAudit() {
 	for _, stream := range []tokens.AuditStream{tokens.AuditRefusals, tokens.AuditLeases} {
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.StoreTimeout.D())
-		n, err := s.store.PurgeAudit(ctx, stream, time.Now().Add(-s.cfg.Audit.Retention.D()), s.cfg.Audit.MaxEntries)
+		n, err := s.store.PurgeAudit(ctx, stream, s.clock.Now().Add(-s.cfg.Audit.Retention.D()), s.cfg.Audit.MaxEntries)
 		cancel()
 		if err != nil {
 			s.log.LogAttrs(context.Background(), slog.LevelWarn, "purging old audit entries failed",

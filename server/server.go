@@ -58,6 +58,11 @@ type Options struct {
 	// WatchHeartbeat is how often idle lease watches send a comment
 	// (gateway.DefaultWatchHeartbeat when 0).
 	WatchHeartbeat time.Duration
+	// Clock, when set, is the gateway's wall clock: tokens' iat and exp,
+	// audit times, reported lease expiries (see tokens.Clock). When nil,
+	// the system clock — or the fault suite's test hook (see
+	// envTestClockFile).
+	Clock tokens.Clock
 }
 
 // Server is one assembled gateway replica.
@@ -86,6 +91,9 @@ type Server struct {
 	audit     *gateway.AuditRecorder
 	stopAudit context.CancelFunc
 	audited   chan struct{}
+	// clock is the wall clock handed down; stopClock ends its reader.
+	clock     tokens.Clock
+	stopClock func()
 
 	mu         sync.Mutex // guards sources and transports across reloads
 	sources    *sourceSet
@@ -110,26 +118,30 @@ func New(ctx context.Context, c config.Config, o Options) (s *Server, err error)
 			built.Close()
 		}
 	}()
+	if s.clock, s.stopClock, err = newClock(o.Clock, os.Getenv, s.log); err != nil {
+		return nil, err
+	}
 	if s.obs, err = gateway.NewObserver(s.tel.TracerProvider, s.tel.MeterProvider, s.tel.Propagator); err != nil {
 		return nil, err
 	}
 	s.obs.ResourceLabels = c.Telemetry.ResourceLabels
+	s.obs.Clock = s.clock
 	openCtx, cancel := context.WithTimeout(ctx, OpenTimeout)
 	defer cancel()
 	if s.store == nil {
-		if s.store, err = openStore(openCtx, c.Store); err != nil {
+		if s.store, err = openStore(openCtx, c.Store, s.clock); err != nil {
 			return nil, err
 		}
 		s.ownsStore = true
 	}
 	if s.audit, err = gateway.NewAuditRecorder(s.store, gateway.AuditOptions{Replica: replicaName(c.Audit.Replica),
 		Interval: c.Audit.Interval.D(), Flush: c.Audit.Flush.D(), MaxPending: c.Audit.MaxPending,
-		StoreTimeout: c.StoreTimeout.D(), Logger: s.log, MeterProvider: s.tel.MeterProvider}); err != nil {
+		StoreTimeout: c.StoreTimeout.D(), Logger: s.log, MeterProvider: s.tel.MeterProvider, Clock: s.clock}); err != nil {
 		return nil, err
 	}
 	s.obs.Audit = s.audit
 	if s.auth == nil {
-		if s.auth, err = newAuthority(openCtx, c, s.store, s.log); err != nil {
+		if s.auth, err = newAuthority(openCtx, c, s.store, s.clock, s.log); err != nil {
 			return nil, err
 		}
 	}
@@ -247,6 +259,10 @@ func (s *Server) Close() error {
 		errs = append(errs, s.store.Close())
 		s.ownsStore = false
 	}
+	if s.stopClock != nil {
+		s.stopClock()
+		s.stopClock = nil
+	}
 	return errors.Join(errs...)
 }
 
@@ -291,10 +307,10 @@ func (s *Server) newTransport(tc *tls.Config) *gateway.Transport {
 // newAuthority builds the token authority from c's signing settings: the
 // key file, or a key generated once and kept beside the embedded store's
 // file or in a shared store.
-func newAuthority(ctx context.Context, c config.Config, store tokens.Store, log *slog.Logger) (*signed.Authority, error) {
+func newAuthority(ctx context.Context, c config.Config, store tokens.Store, clock tokens.Clock, log *slog.Logger) (*signed.Authority, error) {
 	o := signed.AuthorityOptions{KeyFile: c.Signing.KeyFile, Algorithm: c.Signing.Algorithm,
 		VerifyKeyFiles: c.Signing.VerifyKeyFiles, Issuer: c.Signing.Issuer, Audience: c.Signing.Audience,
-		Lifetime: c.Signing.TokenLifetime.D()}
+		Lifetime: c.Signing.TokenLifetime.D(), Clock: clock}
 	if config.KindOf(c.Store) == config.StoreEmbedded {
 		o.KeepBeside = c.Store + ".signing-key.pem"
 	} else if keeper, ok := store.(tokens.KeyKeeper); ok {

@@ -11,8 +11,9 @@ import (
 	"github.com/fencegw/fencegw/tokens/pgstore"
 )
 
-// openStore opens the store a config's store setting names.
-func openStore(ctx context.Context, store string) (tokens.Store, error) {
+// openStore opens the store a config's store setting names; clock is the
+// gateway's wall clock (see tokens.Clock).
+func openStore(ctx context.Context, store string, clock tokens.Clock) (tokens.Store, error) {
 	switch config.KindOf(store) {
 	case config.StorePostgres:
 		s, err := pgstore.Open(ctx, store)
@@ -26,12 +27,12 @@ func openStore(ctx context.Context, store string) (tokens.Store, error) {
 			return nil, fmt.Errorf("store: %w", err)
 		}
 		s, err := etcdstore.Open(ctx, etcdstore.Options{Endpoints: u.Endpoints, Prefix: u.Prefix,
-			Username: u.Username, Password: u.Password})
+			Username: u.Username, Password: u.Password, Clock: clock})
 		if err != nil {
 			return nil, fmt.Errorf("open etcd store: %w", err)
 		}
 		return s, nil
 	default:
-		return boltstore.Open(store)
+		return boltstore.OpenClock(store, clock)
 	}
 }

@@ -39,6 +39,9 @@ type Store struct {
 	// now is the process's clock; its monotonic reading decides lease
 	// deadlines.
 	now func() time.Time
+	// clock is the wall clock of the expiries on disk and reported (the
+	// system clock when nil); see OpenClock.
+	clock tokens.Clock
 	// commits groups HWM raises into shared transactions.
 	commits *committer
 	// leaseMu serializes lease changes with their in-memory deadlines.

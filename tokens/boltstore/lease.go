@@ -84,7 +84,7 @@ func (s *Store) Acquire(ctx context.Context, name, holder string, t tokens.Terms
 		}
 		epoch := base + 1
 		ttl := time.Duration(t.TTL.Milliseconds()) * time.Millisecond
-		rec = leaseRecord{Holder: holder, Epoch: epoch, TTLMillis: ttl.Milliseconds(), ExpiresUnix: now.Add(ttl).UnixNano(),
+		rec = leaseRecord{Holder: holder, Epoch: epoch, TTLMillis: ttl.Milliseconds(), ExpiresUnix: s.wall().Add(ttl).UnixNano(),
 			Owner: by.Name, LockDelayMillis: t.LockDelay.Milliseconds(), Version: rec.Version + 1}
 		if err := putLease(tx, name, rec); err != nil {
 			return err
@@ -117,7 +117,7 @@ func (s *Store) Renew(ctx context.Context, name, holder string, epoch int64, by 
 		if !cur.Held {
 			return &tokens.LeaseLostError{Name: name, Holder: holder, Epoch: epoch, Current: cur, Reason: "expired"}
 		}
-		rec.ExpiresUnix = now.Add(rec.ttl()).UnixNano()
+		rec.ExpiresUnix = s.wall().Add(rec.ttl()).UnixNano()
 		rec.Version++
 		if err := putLease(tx, name, rec); err != nil {
 			return err
@@ -135,7 +135,7 @@ func (s *Store) Release(ctx context.Context, name, holder string, epoch int64, b
 		if !cur.Held {
 			return nil // already lapsed or released: a retry succeeds
 		}
-		rec.ExpiresUnix = now.UnixNano()
+		rec.ExpiresUnix = s.wall().UnixNano()
 		rec.Released = true
 		rec.Version++
 		if err := putLease(tx, name, rec); err != nil {
@@ -240,7 +240,7 @@ func (s *Store) leaseState(name string, rec leaseRecord, now time.Time) tokens.L
 		Epoch:     rec.Epoch,
 		TTL:       rec.ttl(),
 		LockDelay: rec.lockDelay(),
-		ExpiresAt: now.Round(0).Add(deadline.Sub(now)).UTC(),
+		ExpiresAt: s.wall().Add(deadline.Sub(now)).UTC(),
 		Held:      deadline.After(now),
 		Released:  rec.Released,
 		Version:   rec.Version,
@@ -253,7 +253,7 @@ func (s *Store) leaseState(name string, rec leaseRecord, now time.Time) tokens.L
 func (s *Store) deadline(name string, rec leaseRecord, now time.Time) time.Time {
 	deadline, ok := s.deadlines[name]
 	if !ok {
-		left := time.Duration(rec.ExpiresUnix - now.UnixNano())
+		left := time.Duration(rec.ExpiresUnix - s.wall().UnixNano())
 		left = min(max(left, -rec.lockDelay()), rec.ttl())
 		deadline = now.Add(left)
 		s.deadlines[name] = deadline

@@ -86,7 +86,7 @@ func (s *Store) Acquire(ctx context.Context, name, holder string, t tokens.Terms
 			return fail(unavailable(op, name, err))
 		}
 		if granted == 0 {
-			grantedAt = time.Now()
+			grantedAt = s.clock.Now()
 			if granted, etcdTTL, err = s.grant(ctx, ttlSeconds(t.TTL)); err != nil {
 				return fail(unavailable(op, name, err))
 			}
@@ -441,7 +441,7 @@ func (s *Store) view(ctx context.Context, name string, st leaseState) tokens.Lea
 	if st.live() {
 		l.ExpiresAt = s.expiresAt(ctx, st)
 	} else {
-		l.ExpiresAt = time.Now().UTC()
+		l.ExpiresAt = s.clock.Now().UTC()
 	}
 	return l
 }
@@ -451,7 +451,7 @@ func (s *Store) view(ctx context.Context, name string, st leaseState) tokens.Lea
 // TTL when etcd cannot be asked. It is only ever an estimate; whether the
 // lease is held is decided by the alive key.
 func (s *Store) expiresAt(ctx context.Context, st leaseState) time.Time {
-	now := time.Now().UTC()
+	now := s.clock.Now().UTC()
 	resp, err := s.cli.TimeToLive(ctx, st.aliveID)
 	switch {
 	case isLeaseNotFound(err):

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fencegw/fencegw/internal/etcdclient"
+	"github.com/fencegw/fencegw/tokens"
 )
 
 // DefaultDialTimeout is the DialTimeout used when Options leaves it zero.
@@ -26,6 +27,11 @@ type Options struct {
 	DialTimeout time.Duration
 	// Username and Password log in to etcd's auth system; both or neither.
 	Username, Password string
+	// Clock is the wall clock the leases' reported expiries are computed
+	// on (the system clock when nil). Whether a lease is live is decided
+	// by etcd, and how long it stays live on this process's monotonic
+	// clock, never by it.
+	Clock tokens.Clock
 }
 
 // Open connects to the cluster described by o and returns a Store that owns
@@ -51,5 +57,7 @@ func Open(ctx context.Context, o Options) (*Store, error) {
 	case err != nil:
 		return nil, unavailable("open", "", err)
 	}
-	return newStore(etcdclient.Owned(cli), prefix), nil
+	s := newStore(etcdclient.Owned(cli), prefix)
+	s.clock = tokens.ClockOr(o.Clock)
+	return s, nil
 }

@@ -25,6 +25,7 @@ type Store struct {
 	prefix string
 	lives  *lifeCache
 	idem   *idemLeases
+	clock  tokens.Clock // reported expiries; see Options.Clock
 }
 
 var _ tokens.Store = (*Store)(nil)
@@ -43,7 +44,7 @@ func newStore(conn *etcdclient.Handle, prefix string) *Store {
 	if prefix == "" {
 		prefix = DefaultPrefix
 	}
-	return &Store{conn: conn, cli: conn.Client, prefix: prefix, lives: newLifeCache(), idem: &idemLeases{}}
+	return &Store{conn: conn, cli: conn.Client, prefix: prefix, lives: newLifeCache(), idem: &idemLeases{}, clock: tokens.SystemClock{}}
 }
 
 // Current returns the HWM of resource, or 0 if its key is absent, by a

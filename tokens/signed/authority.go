@@ -16,6 +16,8 @@ type Authority struct {
 	Keys     *Keyring
 	Signer   *Signer
 	Verifier *Verifier
+
+	clock tokens.Clock // iat of issued tokens; nil: the system clock
 }
 
 // AuthorityOptions say where the authority's keys come from and what its
@@ -38,6 +40,10 @@ type AuthorityOptions struct {
 	Lifetime         time.Duration
 	// VerifierOptions tune the verifier (a clock, the cache).
 	VerifierOptions []VerifierOption
+	// Clock is the wall clock tokens are issued (iat) and checked
+	// (iat, exp) on; nil: the system clock. A clock among
+	// VerifierOptions overrides it for checking.
+	Clock tokens.Clock
 }
 
 // SharedKeyName is the name under which a shared store keeps a generated
@@ -64,7 +70,8 @@ func NewAuthority(ctx context.Context, o AuthorityOptions, warn func(string)) (*
 	if err != nil {
 		return nil, fmt.Errorf("signing: %w", err)
 	}
-	v, err := NewVerifier(ring, o.Issuer, o.Audience, o.VerifierOptions...)
+	clock := tokens.ClockOr(o.Clock)
+	v, err := NewVerifier(ring, o.Issuer, o.Audience, append([]VerifierOption{WithClock(clock.Now)}, o.VerifierOptions...)...)
 	if err != nil {
 		return nil, fmt.Errorf("signing: %w", err)
 	}
@@ -72,12 +79,12 @@ func NewAuthority(ctx context.Context, o AuthorityOptions, warn func(string)) (*
 	if err != nil {
 		return nil, fmt.Errorf("signing: %w", err)
 	}
-	return &Authority{Keys: ring, Signer: s, Verifier: v}, nil
+	return &Authority{Keys: ring, Signer: s, Verifier: v, clock: clock}, nil
 }
 
-// Issue signs a lease's epoch for its holder, now.
+// Issue signs a lease's epoch for its holder, now on the authority's clock.
 func (a *Authority) Issue(holder, resource string, epoch int64) (string, time.Time, error) {
-	return a.Signer.Sign(holder, resource, epoch, time.Now())
+	return a.Signer.Sign(holder, resource, epoch, tokens.ClockOr(a.clock).Now())
 }
 
 func signingKey(ctx context.Context, o AuthorityOptions, warn func(string)) (*Key, error) {
