@@ -2,7 +2,12 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"time"
 
 	"github.com/fencegw/fencegw/config"
 	"github.com/fencegw/fencegw/tokens"
@@ -11,8 +16,10 @@ import (
 	"github.com/fencegw/fencegw/tokens/pgstore"
 )
 
-// openStore opens the store a config's store setting names.
-func openStore(ctx context.Context, store string) (tokens.Store, error) {
+// openStore opens the store a config's store setting names. An embedded
+// store opens as openEmbedded says.
+func openStore(ctx context.Context, c config.Config, log *slog.Logger) (tokens.Store, error) {
+	store := c.Store
 	switch config.KindOf(store) {
 	case config.StorePostgres:
 		s, err := pgstore.Open(ctx, store)
@@ -32,6 +39,67 @@ func openStore(ctx context.Context, store string) (tokens.Store, error) {
 		}
 		return s, nil
 	default:
-		return boltstore.Open(store)
+		return openEmbedded(c, log)
 	}
+}
+
+// keptKeyPath is the file in which a generated signing key is kept beside
+// the embedded store file at store.
+func keptKeyPath(store string) string { return store + ".signing-key.pem" }
+
+// LostStoreError reports an embedded store file that is missing while the
+// signing key kept beside it is not: the store was lost, and a new one
+// would grant epochs again from 1 that tokens signed with that key already
+// carry. Starting with config.Config.NewStore set acknowledges the loss.
+type LostStoreError struct {
+	Path    string // the missing store file
+	KeyPath string // the signing key kept beside it
+}
+
+func (e *LostStoreError) Error() string {
+	return fmt.Sprintf("store file %s is missing, but the signing key kept beside it (%s) is not: the store was lost, "+
+		"and a new one would grant epochs again from 1 that tokens signed with that key already carry. "+
+		"Restore %s from a backup (a copy taken while fencegw was stopped); only if there is none, "+
+		"start once with --new-store, which creates a new store and rotates the signing key", e.Path, e.KeyPath, e.Path)
+}
+
+// openEmbedded opens the embedded store file c.Store (see boltstore.Open),
+// creating it only when it does not exist, and then with a WARN log naming
+// it. A missing file beside a kept signing key is a *LostStoreError unless
+// c.NewStore acknowledges a new store; the kept key is then retired (renamed
+// aside, never loaded again), so that a new key is generated and tokens the
+// old one signed no longer verify.
+func openEmbedded(c config.Config, log *slog.Logger) (tokens.Store, error) {
+	path := c.Store
+	_, err := os.Stat(path)
+	switch {
+	case err == nil:
+		if c.NewStore {
+			log.Warn("the store file exists: --new-store has no effect; remove it from the command line", "path", path)
+		}
+		return boltstore.Open(path)
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	key := keptKeyPath(path)
+	switch _, err := os.Stat(key); {
+	case err == nil:
+		if !c.NewStore {
+			return nil, &LostStoreError{Path: path, KeyPath: key}
+		}
+		retired := fmt.Sprintf("%s.retired-%s", key, time.Now().UTC().Format("20060102T150405.000000000Z"))
+		if err := os.Rename(key, retired); err != nil {
+			return nil, fmt.Errorf("new store %s: retire the signing key kept beside the lost one: %w", path, err)
+		}
+		log.Warn("new store: the signing key kept beside the lost store is retired; tokens it signed no longer verify",
+			"key", key, "retired_as", retired)
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("open store %s: signing key beside it: %w", path, err)
+	}
+	if c.NewStore && c.Signing.KeyFile != "" {
+		log.Warn("new store: signing.key_file is not rotated; tokens it signed before the store was lost verify again "+
+			"until it is replaced", "key_file", c.Signing.KeyFile)
+	}
+	log.Warn("creating a new store file: no epoch was granted from it before", "path", path)
+	return boltstore.Open(path)
 }
