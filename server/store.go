@@ -100,6 +100,6 @@ func openEmbedded(c config.Config, log *slog.Logger) (tokens.Store, error) {
 		log.Warn("new store: signing.key_file is not rotated; tokens it signed before the store was lost verify again "+
 			"until it is replaced", "key_file", c.Signing.KeyFile)
 	}
-	log.Warn("creating a new store file: no epoch was granted from it before", "path", path)
+	log.Warn("creating a new store file: epochs start from 1; if a store was kept here before, stop and restore it from a backup", "path", path)
 	return boltstore.Open(path)
 }
