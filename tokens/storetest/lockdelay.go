@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,8 +20,11 @@ func testReleaseKeepsLockDelay(t *testing.T, f Factory) {
 		name  = "delayed"
 		delay = 4 * time.Second
 	)
+	// Through a Fence, as the gateway does: over an exclusive store it
+	// keeps the grant's life in memory.
+	fence := tokens.NewFence(s, tokens.FenceOptions{})
 	old := mustAcquire(t, s, name, "node-a", 15*time.Second) // an older epoch of the same holder
-	g, err := s.Acquire(ctx(t), name, "node-a", tokens.Terms{TTL: time.Second, LockDelay: delay}, anon)
+	g, err := fence.Acquire(ctx(t), name, "node-a", tokens.Terms{TTL: time.Second, LockDelay: delay}, anon)
 	if err != nil || g.Epoch != old.Epoch+1 {
 		t.Fatalf("Acquire again with a lock-delay = %+v, %v; want epoch %d", g.Lease, err, old.Epoch+1)
 	}
@@ -39,13 +43,19 @@ func testReleaseKeepsLockDelay(t *testing.T, f Factory) {
 		{"another holder", "node-b", d.Epoch, true},
 	}
 	for _, r := range releases {
-		err := s.Release(ctx(t), name, r.holder, r.epoch, anon)
+		err := fence.Release(ctx(t), name, r.holder, r.epoch, anon)
 		if r.lost {
 			MustBeLost(t, err)
 		} else if err != nil {
 			t.Fatalf("Release of %s: %v", r.why, err)
 		}
 		mustBeDelayed(t, s, name, g)
+	}
+	// A write of the lapsed grant is refused as lapsed, not released: by
+	// the Fence that saw the releases, and by a fresh one.
+	err = fence.Admit(ctx(t), name, g.Epoch)
+	if stale := (*tokens.StaleEpochError)(nil); !errors.As(err, &stale) || !strings.Contains(stale.Reason, "lapsed") {
+		t.Fatalf("Admit of the lapsed grant after its releases = %v, want stale: lapsed (reason %q)", err, stale.Reason)
 	}
 	mustBeLapsed(t, s, name, g.Epoch, "lapsed")
 	b := acquireAfterDelay(t, s, name, "node-b")
