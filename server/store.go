@@ -77,7 +77,7 @@ func openEmbedded(c config.Config, log *slog.Logger) (tokens.Store, error) {
 		if c.NewStore {
 			log.Warn("the store file exists: --new-store has no effect; remove it from the command line", "path", path)
 		}
-		return boltstore.Open(path)
+		return openFile(path)
 	case !errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
@@ -101,5 +101,19 @@ func openEmbedded(c config.Config, log *slog.Logger) (tokens.Store, error) {
 			"until it is replaced", "key_file", c.Signing.KeyFile)
 	}
 	log.Warn("creating a new store file: epochs start from 1; if a store was kept here before, stop and restore it from a backup", "path", path)
-	return boltstore.Open(path)
+	return openFile(path)
+}
+
+// openFile opens the embedded store file at path; a file it refuses gets
+// the last resort added to its error.
+func openFile(path string) (tokens.Store, error) {
+	s, err := boltstore.Open(path)
+	if fe := (*boltstore.FileError)(nil); errors.As(err, &fe) {
+		return nil, fmt.Errorf("%w; only if there is none, move the file aside and start once with --new-store "+
+			"(epochs start again from 1, and a signing key kept beside the file is rotated)", err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
 }

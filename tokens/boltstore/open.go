@@ -32,9 +32,8 @@ type FileError struct {
 }
 
 func (e *FileError) Error() string {
-	return fmt.Sprintf("store file %s: %v. Restore the file from a backup (a copy taken while fencegw was stopped); "+
-		"only if there is none, move it aside and start with --new-store, which grants every epoch again from 1 "+
-		"and rotates the signing key kept beside it", e.Path, e.Err)
+	return fmt.Sprintf("store file %s: %v; restore the file from a backup (a copy taken while fencegw was stopped)",
+		e.Path, e.Err)
 }
 
 func (e *FileError) Unwrap() error { return e.Err }
