@@ -23,6 +23,12 @@ type Config struct {
 	// Store is where high-water marks live: a file path (embedded),
 	// postgres://… or etcd://host:port[,host:port…].
 	Store string `yaml:"store"`
+	// NewStore acknowledges, for one start, that the embedded store file is
+	// missing because the store was lost: without it a missing file beside
+	// a kept signing key is refused; with it a new file is created and the
+	// kept key rotated. Set by serve --new-store only, never by a file: a
+	// standing acknowledgment would hide the next loss.
+	NewStore bool `yaml:"-"`
 	// StoreTimeout bounds every store call made for a request.
 	StoreTimeout Duration `yaml:"store_timeout"`
 	// ShutdownTimeout bounds the drain of in-flight requests on SIGTERM.

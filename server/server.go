@@ -129,7 +129,7 @@ func New(ctx context.Context, c config.Config, o Options) (s *Server, err error)
 	openCtx, cancel := context.WithTimeout(ctx, OpenTimeout)
 	defer cancel()
 	if s.store == nil {
-		if s.store, err = openStore(openCtx, c.Store, s.clock); err != nil {
+		if s.store, err = openStore(openCtx, c, s.clock, s.log); err != nil {
 			return nil, err
 		}
 		s.ownsStore = true
@@ -312,7 +312,7 @@ func newAuthority(ctx context.Context, c config.Config, store tokens.Store, cloc
 		VerifyKeyFiles: c.Signing.VerifyKeyFiles, Issuer: c.Signing.Issuer, Audience: c.Signing.Audience,
 		Lifetime: c.Signing.TokenLifetime.D(), Clock: clock}
 	if config.KindOf(c.Store) == config.StoreEmbedded {
-		o.KeepBeside = c.Store + ".signing-key.pem"
+		o.KeepBeside = keptKeyPath(c.Store)
 	} else if keeper, ok := store.(tokens.KeyKeeper); ok {
 		o.Keeper = keeper
 	}

@@ -68,7 +68,10 @@ func (f *Fence) Renew(ctx context.Context, name, holder string, epoch int64, by 
 
 // Release releases a lease through the store; see LeaseStore.Release.
 // Over an exclusive store, writes at the released grant's epoch are
-// refused from memory from then on.
+// refused from memory from then on, as released only when the grant was
+// known live when the store released it: a release after the lapse leaves
+// it lapsed (and its lock-delay running), and when the cached deadline
+// passed the store is read again to say which.
 func (f *Fence) Release(ctx context.Context, name, holder string, epoch int64, by Caller) error {
 	ctx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
@@ -79,13 +82,20 @@ func (f *Fence) Release(ctx context.Context, name, holder string, epoch int64, b
 	defer f.cache.put(st)
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	wasLive := st.leaseEpoch.Load() == epoch && st.leaseUntil.Load() > 0
 	err := f.store.Release(ctx, name, holder, epoch, by)
 	f.afterLeaseChange(st, err, func() {
-		if st.leaseEpoch.Load() == epoch {
-			st.leaseUntil.Store(0)
-			st.released.Store(wasLive || st.released.Load())
+		if st.leaseEpoch.Load() != epoch {
+			return
 		}
+		// until is a lower bound of the store's deadline: still ahead
+		// now, the grant was live when the store released it.
+		switch until := st.leaseUntil.Load(); {
+		case f.since() < until:
+			st.released.Store(true)
+		case until > 0:
+			st.ready.Store(false)
+		}
+		st.leaseUntil.Store(0)
 	})
 	return err
 }

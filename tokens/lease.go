@@ -85,7 +85,9 @@ type LeaseStore interface {
 	// Release ends holder's lease at epoch now, keeping its epoch so the
 	// next grant raises it. Releasing a live lease is a clean end: the next
 	// grant skips the lock-delay. Releasing a lease that holder held at epoch and
-	// that already lapsed or was released succeeds again. When another
+	// that already lapsed or was released succeeds again, and never shortens
+	// the lock-delay of a lapse: that runs to its end, however often and
+	// by whomever the lapsed grant is released. When another
 	// holder or epoch was granted since, or the lease was never acquired,
 	// it returns *LeaseLostError; when the grant is holder's at epoch but
 	// by may not use it, *LeaseOwnedError. Each changes nothing.

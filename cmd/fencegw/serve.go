@@ -51,6 +51,7 @@ func loadServeConfig(args []string, stderr io.Writer) (config.Config, error) {
 		store     = fs.String("store", "", "store: a file `path`, postgres://… or etcd://host:port (default fencegw.db)")
 		logLevel  = fs.String("log-level", "", "log `level`: debug, info, warn, error")
 		logFormat = fs.String("log-format", "", "log `format`: json or text")
+		newStore  = fs.Bool("new-store", false, "acknowledge that the embedded store file was lost: create a new one beside a kept signing key, and rotate that key (one start only)")
 		routes    []config.Route
 	)
 	fs.Var(routeFlag{&routes, policy.TokensRaw}, "route",
@@ -77,6 +78,7 @@ func loadServeConfig(args []string, stderr io.Writer) (config.Config, error) {
 		}
 	}
 	c.Routes = append(c.Routes, routes...)
+	c.NewStore = *newStore
 	if err := c.Validate(); err != nil {
 		return config.Config{}, err
 	}

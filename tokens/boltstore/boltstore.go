@@ -8,7 +8,6 @@ package boltstore
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -53,15 +52,20 @@ type Store struct {
 
 var _ tokens.Store = (*Store)(nil)
 
-// Open opens or creates the store file at path. It fails if another process
-// holds the file open for longer than LockTimeout.
+// Open opens the store file at path, or creates it when no file exists
+// there (a caller that must not start a new store checks first). It
+// fails if another process holds the file open for longer than
+// LockTimeout. It never starts an existing file afresh and never panics on
+// one: an empty file, or one whose pages fail bbolt's consistency check
+// (run over the whole file at open), is a *FileError naming the file and
+// how to restore it.
 func Open(path string) (*Store, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: LockTimeout})
+	if err := verify(path); err != nil {
+		return nil, openError(path, err)
+	}
+	db, err := openDB(path, bolt.Options{Timeout: LockTimeout})
 	if err != nil {
-		if errors.Is(err, bolt.ErrTimeout) {
-			return nil, fmt.Errorf("open store %s: file is in use by another process: %w", path, err)
-		}
-		return nil, fmt.Errorf("open store %s: %w", path, err)
+		return nil, openError(path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
 		for _, b := range [][]byte{bucket, issuedBucket, leaseBucket} {

@@ -309,11 +309,17 @@ func (s *Store) Renew(ctx context.Context, name, holder string, epoch int64, by 
 // delay key, in one transaction conditioned on the grant still being live:
 // the end is clean, and the next grant skips the lock-delay. (Should the
 // revocation then fail, the grant lapses at its TTL, still clean.)
+// Releasing a grant that lapsed without a release revokes nothing: its
+// delay key keeps the lock-delay running to its end, whoever releases it
+// and however often.
 func (s *Store) Release(ctx context.Context, name, holder string, epoch int64, by tokens.Caller) error {
 	const op = "release"
 	st, err := s.held(ctx, op, name, holder, epoch, by)
 	if err != nil {
 		return err
+	}
+	if !st.alive && !st.rec.Released {
+		return nil // lapsed uncleanly: its etcd lease is gone, its delay lease must stay
 	}
 	if st.live() {
 		rec := st.rec

@@ -20,6 +20,7 @@ var lifeCases = []contractCase{
 	{"ReleaseIsFenced", testReleaseFenced},
 	{"LockDelayAfterLapse", testLockDelayAfterLapse},
 	{"NoLockDelayAfterRelease", testNoLockDelayAfterRelease},
+	{"ReleaseKeepsLockDelay", testReleaseKeepsLockDelay},
 	{"InvalidLockDelay", testInvalidLockDelay},
 }
 
