@@ -252,6 +252,8 @@ type gatewayOptions struct {
 	auditInterval time.Duration
 	// traceURL is the timeline page's ui.trace_url.
 	traceURL string
+	// idemTTL is idempotency.ttl, unchecked (the default when 0).
+	idemTTL time.Duration
 }
 
 // tokensEpochSource abbreviates the epoch source type in tables.
@@ -282,6 +284,9 @@ func newGatewayWith(t *testing.T, store tokens.Store, up *upstream, o gatewayOpt
 	}
 	if o.auditInterval > 0 {
 		c.Audit.Interval = config.Duration(o.auditInterval)
+	}
+	if o.idemTTL > 0 {
+		c.Idempotency.TTL = config.Duration(o.idemTTL)
 	}
 	sources := map[*config.EpochSource]tokens.EpochSource{}
 	for _, s := range specs {

@@ -23,7 +23,9 @@ import (
 
 // IdempotencyOptions tune at-most-once writes.
 type IdempotencyOptions struct {
-	// TTL is how long a key's record lasts (24 h when 0).
+	// TTL is how long a key's record lasts (24 h when 0), and never less
+	// than InFlightFor plus InFlightMargin: a record does not expire while
+	// its write may still be at the upstream, whatever TTL says.
 	TTL time.Duration
 	// MaxAnswerBytes bounds the answer body kept for replays.
 	MaxAnswerBytes int
@@ -34,6 +36,12 @@ type IdempotencyOptions struct {
 	// SettleTimeout bounds the store call that records an outcome.
 	SettleTimeout time.Duration
 }
+
+// InFlightMargin is how much longer than IdempotencyOptions.InFlightFor a
+// key's record lives at least: once a pending record's write may no longer
+// be in flight, its retries are told the outcome is unknown for at least
+// this long, instead of finding the key free.
+const InFlightMargin = time.Minute
 
 // Idempotency is middleware that forwards a fenced write carrying an
 // Idempotency-Key at most once per (resource, key), through any replica,
@@ -57,6 +65,7 @@ func Idempotency(store tokens.IdempotencyStore, o IdempotencyOptions, obs *Obser
 	if o.TTL <= 0 {
 		o.TTL = 24 * time.Hour
 	}
+	o.TTL = max(o.TTL, o.InFlightFor+InFlightMargin)
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			ex, _ := exchangeFrom(r.Context())

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/fencegw/fencegw/gateway"
 )
@@ -138,4 +139,38 @@ func TestIdempotencyNothingSentFreesKey(t *testing.T) {
 			t.Fatalf("forwarded again %d times", n)
 		}
 	})
+}
+
+// TestIdempotencyRecordOutlivesExchange: idempotency.ttl shorter than
+// upstream_timeout (which validation refuses, and the gateway must survive
+// anyway) does not end a write's in-flight record while the write may still
+// be at the upstream: a retry then is 409 in flight, never forwarded again.
+func TestIdempotencyRecordOutlivesExchange(t *testing.T) {
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			up := newUpstream(t)
+			up.delay = 2500 * time.Millisecond
+			g := newGatewayWith(t, b.fresh(t)(t), up, gatewayOptions{upstreamTimeout: 5 * time.Second, idemTTL: time.Second}, idemRoutes...)
+			slow := make(chan answer, 1)
+			go func() { slow <- keyed(t, g, "/raw/x", "1", "long", "body") }()
+			deadline := time.Now().Add(10 * time.Second)
+			for up.forwards("long") == 0 && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			time.Sleep(1500 * time.Millisecond) // past idempotency.ttl
+			r := keyed(t, g, "/raw/x", "1", "long", "body")
+			if r.status != http.StatusConflict || r.problem(t)["type"] != gateway.TypeIdemInFlight {
+				t.Fatalf("retry past idempotency.ttl while the write is at the upstream = %d %s, want 409 in flight", r.status, r.body)
+			}
+			if first := <-slow; first.status != http.StatusCreated {
+				t.Fatalf("the slow write = %d %s", first.status, first.body)
+			}
+			if r := keyed(t, g, "/raw/x", "1", "long", "body"); r.status != http.StatusCreated || r.header.Get(gateway.IdempotentReplayedHeader) != "true" {
+				t.Fatalf("retry after the answer = %d %s, want the answer replayed", r.status, r.body)
+			}
+			if n := up.forwards("long"); n != 1 {
+				t.Fatalf("the upstream got the write %d times, want once", n)
+			}
+		})
+	}
 }
