@@ -58,6 +58,12 @@ const checkIdleAfter = 100 * time.Millisecond
 // TRACE) that failed on a reused connection before any answer: the
 // upstream may have closed it while idle. Connections idle for more than
 // checkIdleAfter are checked for such a close before reuse.
+//
+// An error before any byte of a request was handed to the kernel (a dial
+// error, a refused connection, a failed TLS handshake, an exchange aborted
+// before it began) wraps errNothingSent: the upstream cannot have acted on
+// it. A resend as above counts the same way when it fails before a byte:
+// resending rests on the upstream not having acted on the first attempt.
 type Transport struct {
 	std            *http.Transport
 	dial           func(ctx context.Context, network, addr string) (net.Conn, error)
