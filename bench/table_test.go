@@ -142,6 +142,9 @@ func BenchmarkTable(b *testing.B) {
 	if *many > 0 {
 		manyResources(b, dir, fencegw, upstreamURL, cpuProxy, cpuLoad)
 	}
+	if *keyedMB > 0 {
+		keyedBody(b, dir, fencegw, cpuProxy)
+	}
 }
 
 // check reports a run whose answers were not all as expected.

@@ -54,6 +54,9 @@ func (c *Config) Validate() error {
 	if d := c.Idempotency.TTL.D(); d < time.Minute || d > 30*24*time.Hour {
 		bad("idempotency.ttl", "must be from 1m to 720h, got %s", d)
 	}
+	if ttl, ut := c.Idempotency.TTL.D(), c.UpstreamTimeout.D(); ttl < ut {
+		bad("idempotency.ttl", "must be at least upstream_timeout (%s), got %s: a key's record must outlast the write it guards", ut, ttl)
+	}
 	if n := c.Idempotency.MaxAnswerBytes; n < 0 || n > 1<<20 {
 		bad("idempotency.max_answer_bytes", "must be from 0 to 1048576, got %d", n)
 	}

@@ -252,6 +252,10 @@ type gatewayOptions struct {
 	auditInterval time.Duration
 	// traceURL is the timeline page's ui.trace_url.
 	traceURL string
+	// idemTTL is idempotency.ttl, unchecked (the default when 0).
+	idemTTL time.Duration
+	// maxBody is max_body_bytes (1 MiB when 0).
+	maxBody int64
 }
 
 // tokensEpochSource abbreviates the epoch source type in tables.
@@ -282,6 +286,12 @@ func newGatewayWith(t *testing.T, store tokens.Store, up *upstream, o gatewayOpt
 	}
 	if o.auditInterval > 0 {
 		c.Audit.Interval = config.Duration(o.auditInterval)
+	}
+	if o.idemTTL > 0 {
+		c.Idempotency.TTL = config.Duration(o.idemTTL)
+	}
+	if o.maxBody > 0 {
+		c.MaxBodyBytes = o.maxBody
 	}
 	sources := map[*config.EpochSource]tokens.EpochSource{}
 	for _, s := range specs {

@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"time"
@@ -23,7 +21,9 @@ import (
 
 // IdempotencyOptions tune at-most-once writes.
 type IdempotencyOptions struct {
-	// TTL is how long a key's record lasts (24 h when 0).
+	// TTL is how long a key's record lasts (24 h when 0), and never less
+	// than InFlightFor plus InFlightMargin: a record does not expire while
+	// its write may still be at the upstream, whatever TTL says.
 	TTL time.Duration
 	// MaxAnswerBytes bounds the answer body kept for replays.
 	MaxAnswerBytes int
@@ -35,28 +35,43 @@ type IdempotencyOptions struct {
 	SettleTimeout time.Duration
 }
 
+// InFlightMargin is how much longer than IdempotencyOptions.InFlightFor a
+// key's record lives at least: once a pending record's write may no longer
+// be in flight, its retries are told the outcome is unknown for at least
+// this long, instead of finding the key free.
+const InFlightMargin = time.Minute
+
 // Idempotency is middleware that forwards a fenced write carrying an
 // Idempotency-Key at most once per (resource, key), through any replica,
 // at any epoch. It runs after the fence admitted the write (a stale epoch
-// is refused whatever its key) and reads the whole body to fingerprint the
-// request (method, path, query, body digest). The first use of a key claims
-// it in the store, forwards the write (with its Idempotency-Key) and keeps
-// the upstream's answer. A later use with the same fingerprint gets that
-// answer again with Idempotent-Replayed: true, and nothing is forwarded.
-// Otherwise, and nothing is forwarded either:
-//   - another fingerprint: 422;
-//   - the first still in flight: 409 with Retry-After;
+// is refused whatever its key). The first use of a key claims it in the
+// store with the request's method, path and query, forwards the write
+// (with its Idempotency-Key) and keeps the upstream's answer. The body is
+// not held: it streams to the upstream and is hashed as it passes, and the
+// request's fingerprint (method, path, query, body digest) is recorded
+// with the outcome, once the body has been read to its end. Nothing sends
+// a body twice (the transports never resend a request with a body), so it
+// is neither kept nor spooled. A later use with the same fingerprint gets
+// that answer again with Idempotent-Replayed: true, and nothing is
+// forwarded. Otherwise, and nothing is forwarded either:
+//   - another method, path or query, or, once the first is settled,
+//     another body: 422;
+//   - the first still in flight: 409 with Retry-After, whatever the body;
 //   - the first forwarded without an answer (a timeout, a reset, a replica
 //     that died mid-write): 409 idempotency-not-replayable, until the
-//     record expires; so is an answer too long to keep;
+//     record expires; so is an answer too long to keep, or one whose
+//     request body could not be read whole to fingerprint it;
 //   - no key on a route that requires one: 400, as is a malformed key.
 //
-// A write that was not forwarded at all (refused after admission, or cut
-// before any of it was sent) frees its key.
+// A write none of which reached the upstream (refused after admission, cut
+// before any of it was sent, an upstream that could not be reached) frees
+// its key.
 func Idempotency(store tokens.IdempotencyStore, o IdempotencyOptions, obs *Observer, log *slog.Logger) func(http.Handler) http.Handler {
 	if o.TTL <= 0 {
 		o.TTL = 24 * time.Hour
 	}
+	o.TTL = max(o.TTL, o.InFlightFor+InFlightMargin)
+	fail := proxyErrorHandler(log, obs)
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			ex, _ := exchangeFrom(r.Context())
@@ -79,47 +94,66 @@ func Idempotency(store tokens.IdempotencyStore, o IdempotencyOptions, obs *Obser
 				writeIdemProblem(w, r, a, KindIdemKeyBad.problem(err.Error()))
 				return
 			}
-			body, err := io.ReadAll(r.Body)
-			if err != nil {
-				proxyErrorHandler(log, obs)(w, r, err)
-				return
-			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			fp := fingerprint(r, body)
-			claim := newClaim()
+			kw := &keyedWrite{r: r, ex: ex, key: key, claim: newClaim(), request: requestDigest(r)}
 			rec, created, err := store.ClaimKey(r.Context(), a.Resource, key,
-				tokens.IdemRecord{Fingerprint: fp, State: tokens.IdemPending, Claim: claim, ClaimedAt: time.Now().UTC()}, o.TTL)
+				tokens.IdemRecord{Request: kw.request, State: tokens.IdemPending, Claim: kw.claim, ClaimedAt: time.Now().UTC()}, o.TTL)
 			if err != nil {
 				writeIdemProblem(w, r, a, problemOf(err))
 				return
 			}
 			if !created {
-				answerRecorded(w, r, a, rec, fp, o, obs)
+				answerRecorded(w, r, a, rec, kw.request, o, obs, fail)
 				return
 			}
-			cw := &captureWriter{ResponseWriter: w, max: o.MaxAnswerBytes}
+			kw.body = newHashedBody(r.Body)
+			if r.Body != nil && r.Body != http.NoBody {
+				r.Body = kw.body
+			}
+			kw.cw = &captureWriter{ResponseWriter: w, max: o.MaxAnswerBytes}
 			done := false
 			defer func() {
 				// Also when the proxy aborts the answer with a panic
 				// (http.ErrAbortHandler): its outcome is then unknown.
-				settle(r.Context(), store, o, ex, cw, done, a.Resource, key, fp, claim, obs, log)
-				if done && !cw.truncated {
-					cw.release() // recorded first: an answer the client saw can be replayed
+				kw.settle(store, o, done, obs, log)
+				if done && !kw.cw.truncated {
+					kw.cw.release() // recorded first: an answer the client saw can be replayed
 				}
 			}()
-			next.ServeHTTP(cw, r)
+			next.ServeHTTP(kw.cw, r)
 			done = true
 		})
 	}
 }
 
-// answerRecorded answers a write whose key was used before, from its record.
-func answerRecorded(w http.ResponseWriter, r *http.Request, a Admission, rec tokens.IdemRecord, fp string, o IdempotencyOptions, obs *Observer) {
+// answerRecorded answers a write whose key was used before, from its
+// record: req is the request's digest without its body. The body is read
+// (and hashed, not kept) only when the record has a fingerprint to
+// compare it with; fail answers a body that cannot be read.
+func answerRecorded(w http.ResponseWriter, r *http.Request, a Admission, rec tokens.IdemRecord, req string,
+	o IdempotencyOptions, obs *Observer, fail func(http.ResponseWriter, *http.Request, error)) {
 	rt := routeOf(r)
+	mismatch := rec.Request != "" && rec.Request != req
+	if !mismatch && rec.State == tokens.IdemPending && time.Since(rec.ClaimedAt) < o.InFlightFor {
+		obs.idemOutcome(r.Context(), rt, "in_flight")
+		writeIdemProblem(w, r, a, KindIdemInFlight.problem("a write with this Idempotency-Key is still on its way to the upstream; retry after it is answered"))
+		return
+	}
+	if !mismatch && rec.Fingerprint != "" {
+		d, err := newHashedBody(r.Body).finish()
+		if err != nil {
+			fail(w, r, err)
+			return
+		}
+		mismatch = fingerprint(r, d) != rec.Fingerprint
+	}
 	switch {
-	case rec.Fingerprint != fp:
+	case mismatch:
 		obs.idemOutcome(r.Context(), rt, "mismatch")
 		writeIdemProblem(w, r, a, KindIdemKeyReused.problem("this Idempotency-Key was first used with another request (method, path or body); use a new key for a new request"))
+	case rec.State == tokens.IdemDone && rec.Fingerprint == "":
+		obs.idemOutcome(r.Context(), rt, "not_replayable")
+		writeIdemProblem(w, r, a, KindIdemNotReplayable.problem(
+			"a write with this Idempotency-Key was forwarded and answered, but its body was not received whole, so no request can be matched to it; it is not forwarded again"))
 	case rec.State == tokens.IdemDone && rec.Answer != nil && !rec.Answer.Truncated:
 		obs.idemOutcome(r.Context(), rt, "replayed")
 		h := w.Header()
@@ -137,9 +171,6 @@ func answerRecorded(w http.ResponseWriter, r *http.Request, a Admission, rec tok
 		}
 		writeIdemProblem(w, r, a, KindIdemNotReplayable.problem(fmt.Sprintf(
 			"this write was forwarded once and answered with status %d, but its answer was too long to keep; it is not forwarded again", status)))
-	case rec.State == tokens.IdemPending && time.Since(rec.ClaimedAt) < o.InFlightFor:
-		obs.idemOutcome(r.Context(), rt, "in_flight")
-		writeIdemProblem(w, r, a, KindIdemInFlight.problem("a write with this Idempotency-Key is still on its way to the upstream; retry after it is answered"))
 	default:
 		obs.idemOutcome(r.Context(), rt, "not_replayable")
 		writeIdemProblem(w, r, a, KindIdemNotReplayable.problem(
@@ -147,13 +178,26 @@ func answerRecorded(w http.ResponseWriter, r *http.Request, a Admission, rec tok
 	}
 }
 
+// keyedWrite is a write that claimed its key: what settling it needs.
+type keyedWrite struct {
+	r       *http.Request
+	ex      *exchange
+	key     string
+	claim   string
+	request string      // requestDigest
+	body    *hashedBody // the request body, hashed as it streams
+	cw      *captureWriter
+}
+
 // settle records the outcome of the write that claimed a key: its answer
 // when the upstream answered, unknown when some of it may have reached the
 // upstream without an answer coming back, and nothing (the key is freed)
-// when nothing was forwarded.
-func settle(ctx context.Context, store tokens.IdempotencyStore, o IdempotencyOptions, ex *exchange, cw *captureWriter,
-	completed bool, resource, key, fp, claim string, obs *Observer, log *slog.Logger) {
-	rec := &tokens.IdemRecord{Fingerprint: fp, Claim: claim, ClaimedAt: time.Now().UTC()}
+// when nothing was forwarded. A recorded outcome carries the request's
+// fingerprint: what the upstream left unread of the body is read (and
+// hashed) first, within the exchange's deadline.
+func (kw *keyedWrite) settle(store tokens.IdempotencyStore, o IdempotencyOptions, completed bool, obs *Observer, log *slog.Logger) {
+	ctx, ex, cw, resource := kw.r.Context(), kw.ex, kw.cw, kw.ex.admission.Resource
+	rec := &tokens.IdemRecord{Request: kw.request, Claim: kw.claim, ClaimedAt: time.Now().UTC()}
 	outcome := "forwarded"
 	switch {
 	case !ex.forwarding:
@@ -164,13 +208,21 @@ func settle(ctx context.Context, store tokens.IdempotencyStore, o IdempotencyOpt
 	default:
 		rec.State, outcome = tokens.IdemUnknown, "unknown"
 	}
+	if rec != nil {
+		if d, err := kw.body.finish(); err != nil {
+			log.LogAttrs(ctx, slog.LevelInfo, "idempotency record kept without the body's digest", slog.String("resource", resource),
+				slog.String("error", err.Error()))
+		} else {
+			rec.Fingerprint = fingerprint(kw.r, d)
+		}
+	}
 	obs.idemOutcome(ctx, ex.route, outcome)
 	if o.SettleTimeout <= 0 {
 		o.SettleTimeout = tokens.DefaultStoreTimeout
 	}
 	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.SettleTimeout)
 	defer cancel()
-	if err := store.SettleKey(c, resource, key, claim, rec); err != nil {
+	if err := store.SettleKey(c, resource, kw.key, kw.claim, rec); err != nil {
 		// The record stays pending: once InFlightFor passes, retries get
 		// not-replayable. Nothing is ever forwarded twice.
 		log.LogAttrs(ctx, slog.LevelWarn, "idempotency outcome not recorded", slog.String("resource", resource),
@@ -191,15 +243,6 @@ func writeIdemProblem(w http.ResponseWriter, r *http.Request, a Admission, p Pro
 func routeOf(r *http.Request) *policy.Route {
 	rt, _ := RouteFrom(r.Context())
 	return rt
-}
-
-// fingerprint identifies a request for its key: method, path, query and
-// body digest.
-func fingerprint(r *http.Request, body []byte) string {
-	bd := sha256.Sum256(body)
-	h := sha256.New()
-	fmt.Fprintf(h, "%s\n%s\n%s\n%x", r.Method, r.URL.EscapedPath(), r.URL.RawQuery, bd)
-	return hex.EncodeToString(h.Sum(nil))
 }
 
 // newClaim names a claim: 128 random bits.

@@ -8,8 +8,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/net/http/httpguts"
@@ -56,6 +58,12 @@ const checkIdleAfter = 100 * time.Millisecond
 // TRACE) that failed on a reused connection before any answer: the
 // upstream may have closed it while idle. Connections idle for more than
 // checkIdleAfter are checked for such a close before reuse.
+//
+// An error before any byte of a request was handed to the kernel (a dial
+// error, a refused connection, a failed TLS handshake, an exchange aborted
+// before it began) wraps errNothingSent: the upstream cannot have acted on
+// it. A resend as above counts the same way when it fails before a byte:
+// resending rests on the upstream not having acted on the first attempt.
 type Transport struct {
 	std            *http.Transport
 	dial           func(ctx context.Context, network, addr string) (net.Conn, error)
@@ -121,7 +129,7 @@ func (t *Transport) CloseIdleConnections() {
 // RoundTrip sends req and returns the upstream's response; see Transport.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.URL.Scheme != "http" || req.Header.Get("Expect") != "" || isUpgrade(req.Header) {
-		return roundTripBefore(t.std, req)
+		return t.roundTripStd(req)
 	}
 	addr := req.URL.Host
 	if req.URL.Port() == "" {
@@ -131,7 +139,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		c, err := t.conn(req.Context(), addr)
 		if err != nil {
 			closeBody(req)
-			return nil, err
+			return nil, fmt.Errorf("%w: %w", errNothingSent, err)
 		}
 		resp, err := c.exchange(req, t.headerTimeout)
 		if err == nil {
@@ -167,8 +175,9 @@ func (t *Transport) conn(ctx context.Context, addr string) (*upstreamConn, error
 	if err != nil {
 		return nil, err
 	}
-	return &upstreamConn{t: t, addr: addr, conn: conn, br: bufio.NewReaderSize(conn, 4<<10),
-		bw: bufio.NewWriterSize(conn, SmallBodyMax+4<<10)}, nil
+	c := &upstreamConn{t: t, addr: addr, conn: conn, br: bufio.NewReaderSize(conn, 4<<10)}
+	c.bw = bufio.NewWriterSize(connWriter{c}, SmallBodyMax+4<<10)
+	return c, nil
 }
 
 // put returns c to the pool after a complete exchange.
@@ -194,6 +203,9 @@ type upstreamConn struct {
 	idleSince time.Time
 	reused    bool // taken from the pool
 	answered  bool // some of a response arrived on it in this exchange
+
+	// sent counts the bytes the kernel took in this exchange (connWriter).
+	sent int64
 }
 
 // aLongTimeAgo is a deadline in the past: set, it ends blocked I/O now.
@@ -206,8 +218,9 @@ var aLongTimeAgo = time.Unix(1, 0)
 func (c *upstreamConn) exchange(req *http.Request, headerTimeout time.Duration) (*http.Response, error) {
 	ctx := req.Context()
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", errNothingSent, err)
 	}
+	c.sent = 0
 	// A write on a leased resource must be on the wire before its grant
 	// may lapse: no byte of it is written after that moment, and a write
 	// still sending then fails and its connection is closed.
@@ -219,13 +232,13 @@ func (c *upstreamConn) exchange(req *http.Request, headerTimeout time.Duration) 
 		c.conn.SetWriteDeadline(by)
 	}
 	stop := context.AfterFunc(ctx, func() { c.conn.SetDeadline(aLongTimeAgo) })
-	if err := req.Write(c.bw); err != nil {
-		stop()
-		return nil, cutAfter(by, c.ctxErr(ctx, fmt.Errorf("write request to %s: %w", c.addr, err)))
+	err := req.Write(c.bw)
+	if err == nil {
+		err = c.bw.Flush()
 	}
-	if err := c.bw.Flush(); err != nil {
+	if err != nil {
 		stop()
-		return nil, cutAfter(by, c.ctxErr(ctx, fmt.Errorf("write request to %s: %w", c.addr, err)))
+		return nil, cutAfter(by, c.unsent(c.ctxErr(ctx, fmt.Errorf("write request to %s: %w", c.addr, err))))
 	}
 	if !by.IsZero() {
 		c.conn.SetWriteDeadline(time.Time{})
@@ -258,6 +271,37 @@ func (c *upstreamConn) exchange(req *http.Request, headerTimeout time.Duration) 
 	}
 	resp.Body = b
 	return resp, nil
+}
+
+// connWriter writes to its connection and counts the bytes the kernel took.
+type connWriter struct{ c *upstreamConn }
+
+func (w connWriter) Write(p []byte) (int, error) {
+	n, err := w.c.conn.Write(p)
+	w.c.sent += int64(n)
+	return n, err
+}
+
+// unsent marks err with errNothingSent when no byte of the exchange was
+// handed to the kernel: none can have reached the upstream.
+func (c *upstreamConn) unsent(err error) error {
+	if c.sent == 0 {
+		return fmt.Errorf("%w: %w", errNothingSent, err)
+	}
+	return err
+}
+
+// roundTripStd sends req through net/http's Transport. An error before it
+// got a connection (the dial, the TLS handshake) is marked errNothingSent:
+// no byte of the request was written.
+func (t *Transport) roundTripStd(req *http.Request) (*http.Response, error) {
+	var got atomic.Bool
+	ctx := httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { got.Store(true) }})
+	resp, err := roundTripBefore(t.std, req.WithContext(ctx))
+	if err != nil && !got.Load() {
+		return nil, fmt.Errorf("%w: %w", errNothingSent, err)
+	}
+	return resp, err
 }
 
 // readHead reads the response head, skipping interim 1xx answers.

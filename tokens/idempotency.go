@@ -27,9 +27,16 @@ const (
 // IdemRecord is what the store keeps for one (resource, Idempotency-Key).
 type IdemRecord struct {
 	// Fingerprint identifies the request the key was first used with
-	// (method, path, body digest), hex.
-	Fingerprint string    `json:"fingerprint"`
-	State       IdemState `json:"state"`
+	// (method, path, query, body digest), hex. The body streams to the
+	// upstream as it arrives, so its digest is known only at its end:
+	// empty in a pending record, and in a settled one whose body could not
+	// be read whole.
+	Fingerprint string `json:"fingerprint"`
+	// Request identifies the request without its body (method, path,
+	// query), hex: known from the claim on. Empty in records written
+	// before it existed.
+	Request string    `json:"request,omitempty"`
+	State   IdemState `json:"state"`
 	// Claim is the random name of the claim that created the record.
 	Claim string `json:"claim"`
 	// ClaimedAt is when the claim was made, on the claiming replica's

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -107,5 +108,27 @@ func TestIdempotencyReplicaDiesMidWrite(t *testing.T) {
 	}
 	if n := sent.Load(); n != 1 {
 		t.Fatalf("the upstream got the write %d times, want once", n)
+	}
+}
+
+// TestIdempotencyTTLBelowUpstreamTimeoutRefused: `config validate` and
+// `serve` refuse idempotency.ttl shorter than upstream_timeout, naming both
+// keys and their values; serve refuses before it opens the store.
+func TestIdempotencyTTLBelowUpstreamTimeoutRefused(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeFile(t, dir, "c.yaml", []byte("upstream_timeout: 3m\nidempotency:\n  ttl: 1m\nroutes:\n  - prefix: /w/\n    upstream: http://127.0.0.1:9\n"))
+	want := "idempotency.ttl: must be at least upstream_timeout (3m0s), got 1m0s"
+	if _, stderr, code := runCLI(t, "config", "validate", cfg); code != 1 || !strings.Contains(stderr, want) {
+		t.Fatalf("config validate = exit %d %s, want 1 and %q", code, stderr, want)
+	}
+	proxyLn, apiLn := holdPort(t), holdPort(t)
+	store := filepath.Join(dir, "s.db")
+	_, stderr, code := runCLI(t, "serve", "--config", cfg, "--store", store,
+		"--listen", proxyLn.Addr().String(), "--api-listen", apiLn.Addr().String())
+	if code != 2 || !strings.Contains(stderr, want) {
+		t.Fatalf("serve = exit %d %s, want 2 and %q", code, stderr, want)
+	}
+	if _, err := os.Stat(store); err == nil {
+		t.Fatal("serve created the store before refusing")
 	}
 }

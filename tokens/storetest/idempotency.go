@@ -26,7 +26,28 @@ func RunIdempotency(t *testing.T, fresh func(t *testing.T) Factory) {
 		{"Expiry", testIdemExpiry},
 		{"InvalidKeys", testInvalidIdemKeys},
 		{"OperatorForgets", testForgetKey},
+		{"FingerprintKnownAtSettle", testFingerprintAtSettle},
 	})
+}
+
+// testFingerprintAtSettle: the gateway claims a key before the body's
+// digest is known (Request set, Fingerprint empty) and records the
+// fingerprint with the outcome; both read back as written.
+func testFingerprintAtSettle(t *testing.T, f Factory) {
+	s := f(t)
+	rec := pending("c1")
+	rec.Fingerprint, rec.Request = "", "req-1"
+	mustClaim(t, s, "r", "k", rec, time.Hour)
+	if got, _ := mustClaim(t, s, "r", "k", pending("c2"), time.Hour); got.Request != "req-1" || got.Fingerprint != "" || got.State != tokens.IdemPending {
+		t.Fatalf("pending record = %+v; want request req-1, no fingerprint yet", got)
+	}
+	rec.State, rec.Answer, rec.Fingerprint = tokens.IdemDone, answer, "fp-whole"
+	if err := s.SettleKey(ctx(t), "r", "k", "c1", &rec); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := mustClaim(t, s, "r", "k", pending("c2"), time.Hour); got.Request != "req-1" || got.Fingerprint != "fp-whole" || got.State != tokens.IdemDone {
+		t.Fatalf("settled record = %+v; want request req-1, fingerprint fp-whole, done", got)
+	}
 }
 
 func pending(claim string) tokens.IdemRecord {
