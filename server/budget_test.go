@@ -1,0 +1,303 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fencegw/fencegw/config"
+	"github.com/fencegw/fencegw/telemetry"
+)
+
+// liveGateway is a Server serving on real loopback listeners.
+type liveGateway struct {
+	proxy, control string // host:port
+	stop           func()
+}
+
+// serveGateway builds a gateway from c (addresses set to free loopback
+// ports) and serves it until the test ends.
+func serveGateway(t *testing.T, c config.Config) *liveGateway {
+	t.Helper()
+	c.Listen, c.APIListen = freeAddr(t), freeAddr(t)
+	c.Store = filepath.Join(t.TempDir(), "fencegw.db")
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	tel, err := telemetry.Setup(context.Background(), telemetry.Options{IgnoreEnv: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(context.Background(), c, Options{Logger: slog.New(slog.DiscardHandler), Telemetry: tel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls, err := Listen(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	g := &liveGateway{}
+	ready, served := make(chan struct{}), make(chan error, 1)
+	go func() {
+		served <- s.Serve(ctx, ls, func(p, a net.Addr) { g.proxy, g.control = p.String(), a.String(); close(ready) })
+	}()
+	select {
+	case <-ready:
+	case err := <-served:
+		t.Fatalf("Serve: %v", err)
+	}
+	var once sync.Once
+	g.stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-served; err != nil {
+				t.Errorf("Serve: %v", err)
+			}
+			s.Close()
+			tel.Shutdown(context.Background())
+		})
+	}
+	t.Cleanup(g.stop)
+	return g
+}
+
+// metric returns the value of the Prometheus sample name{labels} on the
+// gateway's /metrics, or -1 when there is none.
+func (g *liveGateway) metric(t *testing.T, name, labels string) float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + g.control + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + `\{([^}]*)\} (\S+)$`)
+	for _, m := range re.FindAllStringSubmatch(string(b), -1) {
+		if strings.Contains(m[1], labels) {
+			v, err := strconv.ParseFloat(m[2], 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+	}
+	return -1
+}
+
+// slowBody opens a connection to addr, sends the head of a request that
+// declares a 60,000-byte body, then one byte of it every interval, with
+// no credentials. It returns when the gateway closes the connection (or
+// giveUp closes), with the answer's status line if any arrived.
+func slowBody(addr, method, path string, interval time.Duration, giveUp <-chan struct{}) (status string, err error) {
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	head := fmt.Sprintf("%s %s HTTP/1.1\r\nHost: slow.example\r\nContent-Type: application/json\r\nContent-Length: 60000\r\n\r\n", method, path)
+	if _, err := io.WriteString(c, head); err != nil {
+		return "", err
+	}
+	closed := make(chan struct{})
+	go func() {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-closed:
+				return
+			case <-giveUp:
+				c.Close()
+				return
+			case <-t.C:
+				if _, err := c.Write([]byte{'x'}); err != nil {
+					return
+				}
+			}
+		}
+	}()
+	defer close(closed)
+	r := bufio.NewReader(c)
+	status, _ = r.ReadString('\n')
+	_, err = io.Copy(io.Discard, r)
+	select {
+	case <-giveUp:
+		return status, errors.New("still open when the test gave up")
+	default:
+	}
+	return status, nil
+}
+
+// budgetConfig is a gateway with short budgets, routing /w/ (raw epochs)
+// to upstream.
+func budgetConfig(upstream string) config.Config {
+	c := config.Default()
+	c.BodyTimeout = config.Duration(time.Second)
+	c.MinBodyRate = 1 << 20
+	c.WriteTimeout = config.Duration(2 * time.Second)
+	c.Routes = []config.Route{{Prefix: "/w/", Upstream: upstream, Tokens: config.TokensRaw}}
+	return c
+}
+
+// TestSlowBodiesAreCutOnBothListeners: hundreds of connections that
+// declare a body and trickle it, with no credentials, are answered and
+// closed within body_timeout + content length / min_body_rate on the proxy
+// (428 without a token, 404 off every route) and on the control API (a
+// handler reading the body, a 404 not reading it), while writes issued
+// meanwhile succeed.
+func TestSlowBodiesAreCutOnBothListeners(t *testing.T) {
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer upstream.Close()
+	c := budgetConfig(upstream.URL)
+	g := serveGateway(t, c)
+
+	const perListener = 150
+	// The documented budget, and generous slack for a loaded machine.
+	budget := c.BodyTimeout.D() + 60000*time.Second/time.Duration(c.MinBodyRate)
+	giveUp := make(chan struct{})
+	timer := time.AfterFunc(budget+20*time.Second, func() { close(giveUp) })
+	defer timer.Stop()
+	targets := []struct{ addr, method, path string }{
+		{g.proxy, http.MethodPost, "/w/slow"},                   // 428: no Fencing-Token
+		{g.proxy, http.MethodPost, "/not-routed"},               // 404
+		{g.control, http.MethodPost, "/v1/leases/slow/acquire"}, // reads the body
+		{g.control, http.MethodPost, "/not-an-endpoint"},        // 404
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*perListener)
+	for i := range 2 * perListener {
+		tg := targets[i%len(targets)]
+		wg.Go(func() {
+			if _, err := slowBody(tg.addr, tg.method, tg.path, 300*time.Millisecond, giveUp); err != nil {
+				errs <- fmt.Errorf("%s %s on %s: %w", tg.method, tg.path, tg.addr, err)
+			}
+		})
+	}
+	// Writes issued meanwhile succeed.
+	client := &http.Client{Timeout: 30 * time.Second}
+	for i := range 20 {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+g.proxy+"/w/ok", strings.NewReader(`{"n":`+strconv.Itoa(i)+`}`))
+		req.Header.Set("Fencing-Token", "1")
+		req.Header.Set("Fencing-Resource", "budget-test")
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("write %d during the slow bodies: %v", i, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNoContent {
+			t.Fatalf("write %d during the slow bodies = %d, want 204", i, resp.StatusCode)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	client.CloseIdleConnections()
+	wg.Wait()
+	close(errs)
+	n := 0
+	for err := range errs {
+		if n++; n <= 5 {
+			t.Error(err)
+		}
+	}
+	if n > 0 {
+		t.Errorf("%d of %d slow-body connections outlived the body budget (%s) by 20s", n, 2*perListener, budget)
+	}
+}
+
+// TestConnectionCapRefusesAndCounts: a listener holds at most
+// max_connections open; the next is closed without an answer, counted in
+// fencegw.connections.refused, and fencegw.connections.open shows the
+// connections held. Once they close, connections are served again.
+func TestConnectionCapRefusesAndCounts(t *testing.T) {
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer upstream.Close()
+	c := budgetConfig(upstream.URL)
+	c.MaxConnections = 4
+	g := serveGateway(t, c)
+
+	held := make([]net.Conn, c.MaxConnections)
+	for i := range held {
+		conn, err := net.Dial("tcp", g.proxy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		held[i] = conn
+	}
+	waitMetric(t, g, "fencegw_connections_open", `listener="proxy"`, float64(c.MaxConnections))
+	refused, err := net.Dial("tcp", g.proxy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer refused.Close()
+	refused.SetReadDeadline(time.Now().Add(20 * time.Second))
+	io.WriteString(refused, "GET /w/x HTTP/1.1\r\nHost: x\r\n\r\n")
+	if n, err := refused.Read(make([]byte, 1)); n != 0 || err == nil || errors.Is(err, context.DeadlineExceeded) || isTimeout(err) {
+		t.Fatalf("connection beyond max_connections: read %d bytes, %v; want it closed without an answer", n, err)
+	}
+	if v := g.metric(t, "fencegw_connections_refused_total", `listener="proxy"`); v < 1 {
+		t.Errorf("fencegw_connections_refused_total{listener=proxy} = %v, want at least 1", v)
+	}
+	if v := g.metric(t, "fencegw_connections_open", `listener="proxy"`); v != float64(c.MaxConnections) {
+		t.Errorf("fencegw_connections_open{listener=proxy} = %v, want %d", v, c.MaxConnections)
+	}
+	for _, conn := range held {
+		conn.Close()
+	}
+	waitMetric(t, g, "fencegw_connections_open", `listener="proxy"`, 0)
+	resp, err := http.Get("http://" + g.proxy + "/not-routed")
+	if err != nil {
+		t.Fatalf("after the held connections closed: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("after the held connections closed: %d, want 404", resp.StatusCode)
+	}
+}
+
+// freeAddr returns a loopback address free at the time of the call.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// waitMetric waits until the gateway's metric name{labels} is want.
+func waitMetric(t *testing.T, g *liveGateway, name, labels string, want float64) {
+	t.Helper()
+	var v float64
+	for range 200 {
+		if v = g.metric(t, name, labels); v == want {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%s{%s} = %v, want %v", name, labels, v, want)
+}
