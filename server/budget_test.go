@@ -101,16 +101,16 @@ func (g *liveGateway) metric(t *testing.T, name, labels string) float64 {
 // slowBody opens a connection to addr, sends the head of a request that
 // declares a 60,000-byte body, then one byte of it every interval, with
 // no credentials. It returns when the gateway closes the connection (or
-// giveUp closes), with the answer's status line if any arrived.
-func slowBody(addr, method, path string, interval time.Duration, giveUp <-chan struct{}) (status string, err error) {
+// giveUp closes), with the answer if one arrived (its body read).
+func slowBody(addr, method, path string, interval time.Duration, giveUp <-chan struct{}) (*http.Response, error) {
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	defer c.Close()
 	head := fmt.Sprintf("%s %s HTTP/1.1\r\nHost: slow.example\r\nContent-Type: application/json\r\nContent-Length: 60000\r\n\r\n", method, path)
 	if _, err := io.WriteString(c, head); err != nil {
-		return "", err
+		return nil, err
 	}
 	closed := make(chan struct{})
 	go func() {
@@ -132,14 +132,20 @@ func slowBody(addr, method, path string, interval time.Duration, giveUp <-chan s
 	}()
 	defer close(closed)
 	r := bufio.NewReader(c)
-	status, _ = r.ReadString('\n')
-	_, err = io.Copy(io.Discard, r)
+	resp, err := http.ReadResponse(r, nil)
+	if err == nil {
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	} else {
+		resp = nil
+	}
+	io.Copy(io.Discard, r)
 	select {
 	case <-giveUp:
-		return status, errors.New("still open when the test gave up")
+		return resp, errors.New("still open when the test gave up")
 	default:
 	}
-	return status, nil
+	return resp, nil
 }
 
 // budgetConfig is a gateway with short budgets, routing /w/ (raw epochs)
@@ -154,11 +160,11 @@ func budgetConfig(upstream string) config.Config {
 }
 
 // TestSlowBodiesAreCutOnBothListeners: hundreds of connections that
-// declare a body and trickle it, with no credentials, are answered and
-// closed within body_timeout + content length / min_body_rate on the proxy
-// (428 without a token, 404 off every route) and on the control API (a
-// handler reading the body, a 404 not reading it), while writes issued
-// meanwhile succeed.
+// declare a body and trickle it, with no credentials, are answered with
+// Connection: close and closed within body_timeout + content length /
+// min_body_rate on the proxy (428 without a token, 404 off every route) and
+// on the control API (a handler reading the body, a 404 not reading it),
+// while writes issued meanwhile succeed.
 func TestSlowBodiesAreCutOnBothListeners(t *testing.T) {
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
@@ -185,8 +191,14 @@ func TestSlowBodiesAreCutOnBothListeners(t *testing.T) {
 	for i := range 2 * perListener {
 		tg := targets[i%len(targets)]
 		wg.Go(func() {
-			if _, err := slowBody(tg.addr, tg.method, tg.path, 300*time.Millisecond, giveUp); err != nil {
+			resp, err := slowBody(tg.addr, tg.method, tg.path, 300*time.Millisecond, giveUp)
+			switch {
+			case err != nil:
 				errs <- fmt.Errorf("%s %s on %s: %w", tg.method, tg.path, tg.addr, err)
+			case resp == nil:
+				errs <- fmt.Errorf("%s %s on %s: closed without an answer", tg.method, tg.path, tg.addr)
+			case !resp.Close:
+				errs <- fmt.Errorf("%s %s on %s: %s without Connection: close", tg.method, tg.path, tg.addr, resp.Status)
 			}
 		})
 	}

@@ -1,0 +1,240 @@
+package gateway
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// BudgetOptions bound the phases of a request that follow its head (the
+// head itself is bounded by the http.Server's ReadHeaderTimeout).
+type BudgetOptions struct {
+	// BodyTimeout is how long after its head a request's body may take to
+	// arrive, plus one second per MinBodyRate bytes of it. 0: unbounded.
+	BodyTimeout time.Duration
+	// MinBodyRate, in bytes per second, lengthens the body's time by the
+	// size of the body: its declared Content-Length, or for a body of
+	// unknown length what arrived so far. 0: BodyTimeout alone.
+	MinBodyRate int64
+	// WriteTimeout bounds each write of the answer to the client. 0:
+	// unbounded.
+	WriteTimeout time.Duration
+}
+
+// Budget is middleware that gives every request a deadline for each phase
+// after its head, whether or not the handler reads the body or writes an
+// answer:
+//
+//   - the body: the connection's read deadline is the head's arrival +
+//     BodyTimeout + size/MinBodyRate (see BudgetOptions) until the body has
+//     been read to its end, and stays set when the handler returns without
+//     reading it, so the server's discarding of an unread body ends at the
+//     same moment (then the answer says Connection: close, and the
+//     connection closes). A request without a body gets no read deadline.
+//   - the answer: before each write of it, and when the handler returns,
+//     the write deadline is now + WriteTimeout. A streamed answer (a proxied
+//     stream, a lease watch) may last as long as it flows.
+//
+// A handler may set its own deadlines through http.ResponseController: a
+// read deadline it sets holds when earlier than the body's (the body's
+// otherwise: it never extends it); once it sets a write deadline, Budget
+// leaves writes to it. Hijacked connections are the hijacker's.
+func Budget(o BudgetOptions) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		if o.BodyTimeout <= 0 && o.WriteTimeout <= 0 {
+			return next
+		}
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			b := &budgetWriter{ResponseWriter: w, rc: *http.NewResponseController(w), o: &o, start: time.Now()}
+			b.writeSoon() // a 100 Continue may be written before any answer
+			if o.BodyTimeout > 0 && r.Body != nil && r.Body != http.NoBody {
+				b.body = budgetBody{ReadCloser: r.Body, w: b}
+				b.chunked = r.ContentLength < 0
+				b.bodyBy = b.start.Add(o.BodyTimeout + perRate(max(r.ContentLength, 0), o.MinBodyRate))
+				b.applyRead()
+				r.Body = &b.body
+			}
+			next.ServeHTTP(b, r)
+			b.handlerDone()
+		})
+	}
+}
+
+// perRate is how long n bytes take at rate bytes per second (0 when the
+// rate is 0), without overflow.
+func perRate(n, rate int64) time.Duration {
+	if rate <= 0 || n <= 0 {
+		return 0
+	}
+	d := time.Duration(n/rate)*time.Second + time.Duration(n%rate)*time.Second/time.Duration(rate)
+	if d < 0 { // beyond what a Duration holds
+		return 1<<63 - 1
+	}
+	return d
+}
+
+// budgetWriter is the ResponseWriter Budget hands its handler: it keeps
+// the connection's deadlines (see Budget). Unwrap gives the server's for
+// http.ResponseController.
+type budgetWriter struct {
+	http.ResponseWriter
+	rc    http.ResponseController // of the server's writer
+	o     *BudgetOptions
+	start time.Time
+	body  budgetBody
+
+	mu        sync.Mutex // the body may be read on another goroutine
+	chunked   bool       // the body's length is unknown
+	bodyBy    time.Time  // the body's deadline; zero once it was read whole
+	readBy    time.Time  // the handler's own read deadline, if set
+	ownWrites bool       // the handler set a write deadline itself
+	hijacked  bool
+}
+
+// applyRead sets the connection's read deadline to the earlier of the
+// body's and the handler's. Called with mu held, or before the handler
+// runs.
+func (b *budgetWriter) applyRead() {
+	by := b.readBy
+	if by.IsZero() || (!b.bodyBy.IsZero() && b.bodyBy.Before(by)) {
+		by = b.bodyBy
+	}
+	// Not every ResponseWriter supports deadlines (httptest recorders).
+	_ = b.rc.SetReadDeadline(by)
+}
+
+// bodyRead records n more bytes of the body, or its end.
+func (b *budgetWriter) bodyRead(read int64, eof bool) {
+	if !eof && (!b.chunked || b.o.MinBodyRate <= 0) {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.bodyBy.IsZero() || b.hijacked {
+		return
+	}
+	if eof {
+		// The server's background read now watches for the client going
+		// away: a deadline here would end the request.
+		b.bodyBy = time.Time{}
+	} else {
+		b.bodyBy = b.start.Add(b.o.BodyTimeout + perRate(read, b.o.MinBodyRate))
+	}
+	b.applyRead()
+}
+
+// SetReadDeadline is the handler's own read deadline (see Budget).
+func (b *budgetWriter) SetReadDeadline(t time.Time) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.bodyBy.IsZero() {
+		b.readBy = t
+		return b.rc.SetReadDeadline(t)
+	}
+	b.readBy = t
+	b.applyRead()
+	return nil
+}
+
+// SetWriteDeadline is the handler's own write deadline: Budget stops
+// setting it.
+func (b *budgetWriter) SetWriteDeadline(t time.Time) error {
+	b.mu.Lock()
+	b.ownWrites = true
+	b.mu.Unlock()
+	return b.rc.SetWriteDeadline(t)
+}
+
+// writeSoon sets the write deadline for a write about to be made.
+func (b *budgetWriter) writeSoon() {
+	if b.o.WriteTimeout <= 0 {
+		return
+	}
+	b.mu.Lock()
+	own := b.ownWrites || b.hijacked
+	b.mu.Unlock()
+	if !own {
+		_ = b.rc.SetWriteDeadline(time.Now().Add(b.o.WriteTimeout))
+	}
+}
+
+func (b *budgetWriter) WriteHeader(code int) {
+	b.writeSoon()
+	b.ResponseWriter.WriteHeader(code)
+}
+
+func (b *budgetWriter) Write(p []byte) (int, error) {
+	b.writeSoon()
+	return b.ResponseWriter.Write(p)
+}
+
+// FlushError sends buffered data to the client, within the write deadline.
+func (b *budgetWriter) FlushError() error {
+	b.writeSoon()
+	return b.rc.Flush()
+}
+
+// Flush sends buffered data to the client.
+func (b *budgetWriter) Flush() { _ = b.FlushError() }
+
+// Hijack hands the connection over, with the deadlines Budget set
+// cleared: from now on they are the hijacker's.
+func (b *budgetWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	c, rw, err := b.rc.Hijack()
+	if err != nil {
+		return c, rw, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.hijacked = true
+	if !b.ownWrites {
+		_ = c.SetWriteDeadline(time.Time{})
+	}
+	if !b.bodyBy.IsZero() {
+		_ = c.SetReadDeadline(b.readBy)
+	}
+	return c, rw, nil
+}
+
+// Unwrap returns the server's ResponseWriter, for http.ResponseController.
+func (b *budgetWriter) Unwrap() http.ResponseWriter { return b.ResponseWriter }
+
+// handlerDone bounds what the server does after the handler returned:
+// discarding a body the handler left unread (the read deadline stays as it
+// is), then writing the answer (the write deadline, counted from the end
+// of that discarding at the latest).
+func (b *budgetWriter) handlerDone() {
+	if b.o.WriteTimeout <= 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ownWrites || b.hijacked {
+		return
+	}
+	from := time.Now()
+	if b.bodyBy.After(from) {
+		from = b.bodyBy
+	}
+	_ = b.rc.SetWriteDeadline(from.Add(b.o.WriteTimeout))
+}
+
+// budgetBody is a request body that tells its budgetWriter how much of it
+// arrived.
+type budgetBody struct {
+	io.ReadCloser
+	w    *budgetWriter
+	read int64
+}
+
+func (r *budgetBody) Read(p []byte) (int, error) {
+	n, err := r.ReadCloser.Read(p)
+	r.read += int64(n)
+	if n > 0 || err == io.EOF {
+		r.w.bodyRead(r.read, err == io.EOF)
+	}
+	return n, err
+}
