@@ -3,6 +3,7 @@ package gateway
 import (
 	"bufio"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"sync"
@@ -53,7 +54,7 @@ func Budget(o BudgetOptions) func(http.Handler) http.Handler {
 			if o.BodyTimeout > 0 && r.Body != nil && r.Body != http.NoBody {
 				b.body = budgetBody{ReadCloser: r.Body, w: b}
 				b.chunked = r.ContentLength < 0
-				b.bodyBy = b.start.Add(o.BodyTimeout + perRate(max(r.ContentLength, 0), o.MinBodyRate))
+				b.bodyBy = o.bodyBy(b.start, r.ContentLength)
 				b.applyRead()
 				r.Body = &b.body
 			}
@@ -63,17 +64,26 @@ func Budget(o BudgetOptions) func(http.Handler) http.Handler {
 	}
 }
 
+// bodyBy is when a body of n bytes (so far) must have arrived by.
+func (o *BudgetOptions) bodyBy(start time.Time, n int64) time.Time {
+	d := perRate(n, o.MinBodyRate)
+	if d > math.MaxInt64-o.BodyTimeout {
+		return start.Add(math.MaxInt64)
+	}
+	return start.Add(o.BodyTimeout + d)
+}
+
 // perRate is how long n bytes take at rate bytes per second (0 when the
-// rate is 0), without overflow.
+// rate is 0), at most the longest Duration.
 func perRate(n, rate int64) time.Duration {
 	if rate <= 0 || n <= 0 {
 		return 0
 	}
-	d := time.Duration(n/rate)*time.Second + time.Duration(n%rate)*time.Second/time.Duration(rate)
-	if d < 0 { // beyond what a Duration holds
-		return 1<<63 - 1
+	secs := n / rate
+	if secs >= math.MaxInt64/int64(time.Second) {
+		return math.MaxInt64
 	}
-	return d
+	return time.Duration(secs)*time.Second + time.Duration(float64(n%rate)/float64(rate)*float64(time.Second))
 }
 
 // budgetWriter is the ResponseWriter Budget hands its handler: it keeps
@@ -121,7 +131,7 @@ func (b *budgetWriter) bodyRead(read int64, eof bool) {
 		// away: a deadline here would end the request.
 		b.bodyBy = time.Time{}
 	} else {
-		b.bodyBy = b.start.Add(b.o.BodyTimeout + perRate(read, b.o.MinBodyRate))
+		b.bodyBy = b.o.bodyBy(b.start, read)
 	}
 	b.applyRead()
 }
@@ -180,23 +190,16 @@ func (b *budgetWriter) FlushError() error {
 // Flush sends buffered data to the client.
 func (b *budgetWriter) Flush() { _ = b.FlushError() }
 
-// Hijack hands the connection over, with the deadlines Budget set
-// cleared: from now on they are the hijacker's.
+// Hijack hands the connection over; net/http clears its deadlines, and
+// Budget sets none from now on: they are the hijacker's.
 func (b *budgetWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	c, rw, err := b.rc.Hijack()
-	if err != nil {
-		return c, rw, err
+	if err == nil {
+		b.mu.Lock()
+		b.hijacked = true
+		b.mu.Unlock()
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.hijacked = true
-	if !b.ownWrites {
-		_ = c.SetWriteDeadline(time.Time{})
-	}
-	if !b.bodyBy.IsZero() {
-		_ = c.SetReadDeadline(b.readBy)
-	}
-	return c, rw, nil
+	return c, rw, err
 }
 
 // Unwrap returns the server's ResponseWriter, for http.ResponseController.
