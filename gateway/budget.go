@@ -20,8 +20,8 @@ type BudgetOptions struct {
 	// size of the body: its declared Content-Length, or for a body of
 	// unknown length what arrived so far. 0: BodyTimeout alone.
 	MinBodyRate int64
-	// WriteTimeout bounds each write of the answer to the client. 0:
-	// unbounded.
+	// WriteTimeout bounds each write of the answer to the client (to
+	// within 1/64 of it). 0: unbounded.
 	WriteTimeout time.Duration
 }
 
@@ -36,8 +36,10 @@ type BudgetOptions struct {
 //     same moment (then the answer says Connection: close, and the
 //     connection closes). A request without a body gets no read deadline.
 //   - the answer: before each write of it, and when the handler returns,
-//     the write deadline is now + WriteTimeout. A streamed answer (a proxied
-//     stream, a lease watch) may last as long as it flows.
+//     the write deadline is now + WriteTimeout (counted from the body's
+//     deadline when the server still has an unread body to discard). A
+//     streamed answer (a proxied stream, a lease watch) may last as long as
+//     it flows.
 //
 // A handler may set its own deadlines through http.ResponseController: a
 // read deadline it sets holds when earlier than the body's (the body's
@@ -100,6 +102,7 @@ type budgetWriter struct {
 	chunked   bool       // the body's length is unknown
 	bodyBy    time.Time  // the body's deadline; zero once it was read whole
 	readBy    time.Time  // the handler's own read deadline, if set
+	writeBy   time.Time  // the write deadline Budget set last
 	ownWrites bool       // the handler set a write deadline itself
 	hijacked  bool
 }
@@ -158,17 +161,32 @@ func (b *budgetWriter) SetWriteDeadline(t time.Time) error {
 	return b.rc.SetWriteDeadline(t)
 }
 
-// writeSoon sets the write deadline for a write about to be made.
+// writeSoon sets the write deadline for a write about to be made: now +
+// WriteTimeout. It skips setting one that is within 1/64 of WriteTimeout
+// of the one set already, so a small answer costs one deadline, not one
+// per write.
 func (b *budgetWriter) writeSoon() {
 	if b.o.WriteTimeout <= 0 {
 		return
 	}
 	b.mu.Lock()
-	own := b.ownWrites || b.hijacked
-	b.mu.Unlock()
-	if !own {
-		_ = b.rc.SetWriteDeadline(time.Now().Add(b.o.WriteTimeout))
+	defer b.mu.Unlock()
+	b.writeFrom(time.Now())
+}
+
+// writeFrom sets the write deadline to from + WriteTimeout unless the
+// handler owns it, or the one set is later than 63/64 of that already.
+// Called with mu held.
+func (b *budgetWriter) writeFrom(from time.Time) {
+	if b.ownWrites || b.hijacked {
+		return
 	}
+	by := from.Add(b.o.WriteTimeout)
+	if b.writeBy.After(by.Add(-b.o.WriteTimeout / 64)) {
+		return
+	}
+	b.writeBy = by
+	_ = b.rc.SetWriteDeadline(by)
 }
 
 func (b *budgetWriter) WriteHeader(code int) {
@@ -215,14 +233,11 @@ func (b *budgetWriter) handlerDone() {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.ownWrites || b.hijacked {
-		return
-	}
 	from := time.Now()
 	if b.bodyBy.After(from) {
 		from = b.bodyBy
 	}
-	_ = b.rc.SetWriteDeadline(from.Add(b.o.WriteTimeout))
+	b.writeFrom(from)
 }
 
 // budgetBody is a request body that tells its budgetWriter how much of it
