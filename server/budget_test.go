@@ -32,6 +32,13 @@ type liveGateway struct {
 // ports) and serves it until the test ends.
 func serveGateway(t *testing.T, c config.Config) *liveGateway {
 	t.Helper()
+	return serveGatewayWith(t, c, Options{})
+}
+
+// serveGatewayWith is serveGateway with options (its logger and telemetry
+// replaced).
+func serveGatewayWith(t *testing.T, c config.Config, o Options) *liveGateway {
+	t.Helper()
 	c.Listen, c.APIListen = freeAddr(t), freeAddr(t)
 	c.Store = filepath.Join(t.TempDir(), "fencegw.db")
 	if err := c.Validate(); err != nil {
@@ -41,7 +48,8 @@ func serveGateway(t *testing.T, c config.Config) *liveGateway {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(context.Background(), c, Options{Logger: slog.New(slog.DiscardHandler), Telemetry: tel})
+	o.Logger, o.Telemetry = slog.New(slog.DiscardHandler), tel
+	s, err := New(context.Background(), c, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,4 +320,59 @@ func waitMetric(t *testing.T, g *liveGateway, name, labels string, want float64)
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf("%s{%s} = %v, want %v", name, labels, v, want)
+}
+
+// TestWatchOutlivesWriteTimeout: a lease watch lasts longer than
+// write_timeout while its client reads it (the deadline is on each write,
+// not on the answer).
+func TestWatchOutlivesWriteTimeout(t *testing.T) {
+	c := budgetConfig("http://127.0.0.1:1")
+	c.WriteTimeout = config.Duration(100 * time.Millisecond)
+	g := serveGatewayWith(t, c, Options{WatchHeartbeat: 20 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+g.control+"/v1/leases/budget-watch/watch", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("watch = %d, want 200", resp.StatusCode)
+	}
+	start, lines := time.Now(), 0
+	r := bufio.NewReader(resp.Body)
+	for time.Since(start) < 10*c.WriteTimeout.D() {
+		if _, err := r.ReadString('\n'); err != nil {
+			t.Fatalf("watch ended after %s and %d lines (write_timeout %s): %v", time.Since(start), lines, c.WriteTimeout.D(), err)
+		}
+		lines++
+	}
+}
+
+// TestProxiedStreamOutlivesWriteTimeout: an upstream's answer streamed for
+// longer than write_timeout, with pauses longer than it, reaches a client
+// that reads it.
+func TestProxiedStreamOutlivesWriteTimeout(t *testing.T) {
+	const writeTimeout = 100 * time.Millisecond
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for i := range 5 {
+			fmt.Fprintf(w, "chunk %d\n", i)
+			http.NewResponseController(w).Flush()
+			time.Sleep(2 * writeTimeout)
+		}
+	}))
+	defer upstream.Close()
+	c := budgetConfig(upstream.URL)
+	c.WriteTimeout = config.Duration(writeTimeout)
+	g := serveGateway(t, c)
+	resp, err := http.Get("http://" + g.proxy + "/w/stream")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK || strings.Count(string(b), "chunk") != 5 {
+		t.Fatalf("streamed answer = %d %q, %v; want 200 and 5 chunks", resp.StatusCode, b, err)
+	}
 }
