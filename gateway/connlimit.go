@@ -66,8 +66,8 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		}
 		if n := l.open.Add(1); l.max > 0 && n > l.max {
 			l.open.Add(-1)
+			l.refusedM.Add(context.Background(), 1, l.attrs) // counted before the client sees it
 			c.Close()
-			l.refusedM.Add(context.Background(), 1, l.attrs)
 			continue
 		}
 		l.openM.Add(context.Background(), 1, l.attrs)
