@@ -3,13 +3,22 @@ package server
 import (
 	"bufio"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -106,17 +115,23 @@ func (g *liveGateway) metric(t *testing.T, name, labels string) float64 {
 	return -1
 }
 
-// slowBody opens a connection to addr, sends the head of a request that
-// declares a 60,000-byte body, then one byte of it every interval, with
-// no credentials. It returns when the gateway closes the connection (or
-// giveUp closes), with the answer if one arrived (its body read).
-func slowBody(addr, method, path string, interval time.Duration, giveUp <-chan struct{}) (*http.Response, error) {
-	c, err := net.Dial("tcp", addr)
+// slowTarget is where slowBody sends its request.
+type slowTarget struct {
+	dial         func() (net.Conn, error)
+	method, path string
+}
+
+// slowBody opens a connection with tg.dial, sends the head of a request
+// that declares a 60,000-byte body, then one byte of it every interval,
+// with no credentials. It returns when the gateway closes the connection
+// (or giveUp closes), with the answer if one arrived (its body read).
+func slowBody(tg slowTarget, interval time.Duration, giveUp <-chan struct{}) (*http.Response, error) {
+	c, err := tg.dial()
 	if err != nil {
 		return nil, err
 	}
 	defer c.Close()
-	head := fmt.Sprintf("%s %s HTTP/1.1\r\nHost: slow.example\r\nContent-Type: application/json\r\nContent-Length: 60000\r\n\r\n", method, path)
+	head := fmt.Sprintf("%s %s HTTP/1.1\r\nHost: slow.example\r\nContent-Type: application/json\r\nContent-Length: 60000\r\n\r\n", tg.method, tg.path)
 	if _, err := io.WriteString(c, head); err != nil {
 		return nil, err
 	}
@@ -185,31 +200,15 @@ func TestSlowBodiesAreCutOnBothListeners(t *testing.T) {
 	const perListener = 150
 	// The documented budget, and generous slack for a loaded machine.
 	budget := c.BodyTimeout.D() + 60000*time.Second/time.Duration(c.MinBodyRate)
-	giveUp := make(chan struct{})
-	timer := time.AfterFunc(budget+20*time.Second, func() { close(giveUp) })
-	defer timer.Stop()
-	targets := []struct{ addr, method, path string }{
-		{g.proxy, http.MethodPost, "/w/slow"},                   // 428: no Fencing-Token
-		{g.proxy, http.MethodPost, "/not-routed"},               // 404
-		{g.control, http.MethodPost, "/v1/leases/slow/acquire"}, // reads the body
-		{g.control, http.MethodPost, "/not-an-endpoint"},        // 404
+	dial := func(addr string) func() (net.Conn, error) {
+		return func() (net.Conn, error) { return net.Dial("tcp", addr) }
 	}
-	var wg sync.WaitGroup
-	errs := make(chan error, 2*perListener)
-	for i := range 2 * perListener {
-		tg := targets[i%len(targets)]
-		wg.Go(func() {
-			resp, err := slowBody(tg.addr, tg.method, tg.path, 300*time.Millisecond, giveUp)
-			switch {
-			case err != nil:
-				errs <- fmt.Errorf("%s %s on %s: %w", tg.method, tg.path, tg.addr, err)
-			case resp == nil:
-				errs <- fmt.Errorf("%s %s on %s: closed without an answer", tg.method, tg.path, tg.addr)
-			case !resp.Close:
-				errs <- fmt.Errorf("%s %s on %s: %s without Connection: close", tg.method, tg.path, tg.addr, resp.Status)
-			}
-		})
-	}
+	done := cutSlowBodies(t, 2*perListener, budget, []slowTarget{
+		{dial(g.proxy), http.MethodPost, "/w/slow"},                   // 428: no Fencing-Token
+		{dial(g.proxy), http.MethodPost, "/not-routed"},               // 404
+		{dial(g.control), http.MethodPost, "/v1/leases/slow/acquire"}, // reads the body
+		{dial(g.control), http.MethodPost, "/not-an-endpoint"},        // 404
+	})
 	// Writes issued meanwhile succeed.
 	client := &http.Client{Timeout: 30 * time.Second}
 	for i := range 20 {
@@ -227,16 +226,46 @@ func TestSlowBodiesAreCutOnBothListeners(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	client.CloseIdleConnections()
-	wg.Wait()
-	close(errs)
-	n := 0
-	for err := range errs {
-		if n++; n <= 5 {
-			t.Error(err)
-		}
+	done()
+}
+
+// cutSlowBodies starts n slowBody connections, spread over targets, and
+// returns a function that waits for them and fails the test for each one
+// not answered with Connection: close and closed within budget + 20s.
+func cutSlowBodies(t *testing.T, n int, budget time.Duration, targets []slowTarget) (wait func()) {
+	t.Helper()
+	giveUp := make(chan struct{})
+	timer := time.AfterFunc(budget+20*time.Second, func() { close(giveUp) })
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		tg := targets[i%len(targets)]
+		wg.Go(func() {
+			resp, err := slowBody(tg, 300*time.Millisecond, giveUp)
+			switch {
+			case err != nil:
+				errs <- fmt.Errorf("%s %s: %w", tg.method, tg.path, err)
+			case resp == nil:
+				errs <- fmt.Errorf("%s %s: closed without an answer", tg.method, tg.path)
+			case !resp.Close:
+				errs <- fmt.Errorf("%s %s: %s without Connection: close", tg.method, tg.path, resp.Status)
+			}
+		})
 	}
-	if n > 0 {
-		t.Errorf("%d of %d slow-body connections outlived the body budget (%s) by 20s", n, 2*perListener, budget)
+	return func() {
+		t.Helper()
+		wg.Wait()
+		timer.Stop()
+		close(errs)
+		failed := 0
+		for err := range errs {
+			if failed++; failed <= 5 {
+				t.Error(err)
+			}
+		}
+		if failed > 0 {
+			t.Errorf("%d of %d slow-body connections were not answered and closed within the body budget (%s) + 20s", failed, n, budget)
+		}
 	}
 }
 
@@ -375,4 +404,73 @@ func TestProxiedStreamOutlivesWriteTimeout(t *testing.T) {
 	if err != nil || resp.StatusCode != http.StatusOK || strings.Count(string(b), "chunk") != 5 {
 		t.Fatalf("streamed answer = %d %q, %v; want 200 and 5 chunks", resp.StatusCode, b, err)
 	}
+}
+
+// writeSelfSigned writes a self-signed certificate for 127.0.0.1 and its
+// key into dir, and returns their paths.
+func writeSelfSigned(t *testing.T, dir string) (certFile, keyFile string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "fencegw test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, KeyUsage: x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return certFile, keyFile
+}
+
+// TestSlowBodiesAreCutOverTLS: the proxy's listener terminating TLS cuts
+// slow bodies as the plain one does, and writes over TLS issued meanwhile
+// succeed.
+func TestSlowBodiesAreCutOverTLS(t *testing.T) {
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer upstream.Close()
+	c := budgetConfig(upstream.URL)
+	certFile, keyFile := writeSelfSigned(t, t.TempDir())
+	c.TLS = &config.ListenerTLS{CertFile: certFile, KeyFile: keyFile}
+	g := serveGateway(t, c)
+
+	tc := &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"http/1.1"}}
+	dial := func() (net.Conn, error) { return tls.Dial("tcp", g.proxy, tc) }
+	budget := c.BodyTimeout.D() + 60000*time.Second/time.Duration(c.MinBodyRate)
+	done := cutSlowBodies(t, 60, budget, []slowTarget{
+		{dial, http.MethodPost, "/w/slow"},     // 428: no Fencing-Token
+		{dial, http.MethodPost, "/not-routed"}, // 404
+	})
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: tc}}
+	defer client.CloseIdleConnections()
+	for i := range 5 {
+		req, _ := http.NewRequest(http.MethodPost, "https://"+g.proxy+"/w/ok", strings.NewReader(`{}`))
+		req.Header.Set("Fencing-Token", "1")
+		req.Header.Set("Fencing-Resource", "budget-test")
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("write %d over TLS during the slow bodies: %v", i, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNoContent {
+			t.Fatalf("write %d over TLS during the slow bodies = %d, want 204", i, resp.StatusCode)
+		}
+	}
+	done()
 }
