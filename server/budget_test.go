@@ -437,8 +437,8 @@ func writeSelfSigned(t *testing.T, dir string) (certFile, keyFile string) {
 }
 
 // TestSlowBodiesAreCutOverTLS: the proxy's listener terminating TLS cuts
-// slow bodies as the plain one does, and writes over TLS issued meanwhile
-// succeed.
+// slow bodies as the plain one does, and writes over TLS issued meanwhile,
+// HTTP/1.1 and HTTP/2, succeed.
 func TestSlowBodiesAreCutOverTLS(t *testing.T) {
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
@@ -457,19 +457,26 @@ func TestSlowBodiesAreCutOverTLS(t *testing.T) {
 		{dial, http.MethodPost, "/w/slow"},     // 428: no Fencing-Token
 		{dial, http.MethodPost, "/not-routed"}, // 404
 	})
-	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: tc}}
-	defer client.CloseIdleConnections()
-	for i := range 5 {
+	h1 := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: tc}}
+	defer h1.CloseIdleConnections()
+	h2 := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{ForceAttemptHTTP2: true,
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	defer h2.CloseIdleConnections()
+	for i := range 10 {
+		client, proto := h1, 1
+		if i%2 == 1 {
+			client, proto = h2, 2
+		}
 		req, _ := http.NewRequest(http.MethodPost, "https://"+g.proxy+"/w/ok", strings.NewReader(`{}`))
 		req.Header.Set("Fencing-Token", "1")
 		req.Header.Set("Fencing-Resource", "budget-test")
 		resp, err := client.Do(req)
 		if err != nil {
-			t.Fatalf("write %d over TLS during the slow bodies: %v", i, err)
+			t.Fatalf("write %d over HTTP/%d during the slow bodies: %v", i, proto, err)
 		}
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusNoContent {
-			t.Fatalf("write %d over TLS during the slow bodies = %d, want 204", i, resp.StatusCode)
+		if resp.StatusCode != http.StatusNoContent || resp.ProtoMajor != proto {
+			t.Fatalf("write %d over HTTP/%d during the slow bodies = %d over %s, want 204", i, proto, resp.StatusCode, resp.Proto)
 		}
 	}
 	done()
