@@ -112,18 +112,18 @@ func (s *Server) httpServer(h http.Handler) *http.Server {
 // limitConnections caps the connections open on each of ls's listeners at
 // max_connections (gateway.LimitConnections), closing both on failure.
 func (s *Server) limitConnections(ls *Listeners) error {
-	proxyLn, err := gateway.LimitConnections(ls.Proxy, gateway.ConnLimitOptions{Max: s.cfg.MaxConnections,
-		Listener: "proxy", MeterProvider: s.tel.MeterProvider})
-	if err == nil {
-		ls.Proxy = proxyLn
-		ls.Control, err = gateway.LimitConnections(ls.Control, gateway.ConnLimitOptions{Max: s.cfg.MaxConnections,
-			Listener: "control", MeterProvider: s.tel.MeterProvider})
+	limit := func(ln net.Listener, name string) (net.Listener, error) {
+		return gateway.LimitConnections(ln, gateway.ConnLimitOptions{Max: s.cfg.MaxConnections,
+			Listener: name, MeterProvider: s.tel.MeterProvider})
 	}
-	if err != nil {
+	proxyLn, perr := limit(ls.Proxy, "proxy")
+	apiLn, aerr := limit(ls.Control, "control")
+	if err := errors.Join(perr, aerr); err != nil {
 		ls.Proxy.Close()
 		ls.Control.Close()
 		return fmt.Errorf("max_connections: %w", err)
 	}
+	ls.Proxy, ls.Control = proxyLn, apiLn
 	return nil
 }
 
