@@ -57,7 +57,9 @@ func Budget(o BudgetOptions) func(http.Handler) http.Handler {
 				b.body = budgetBody{ReadCloser: r.Body, w: b}
 				b.chunked = r.ContentLength < 0
 				b.bodyBy = o.bodyBy(b.start, r.ContentLength)
-				b.applyRead()
+				// Not every ResponseWriter supports deadlines (httptest
+				// recorders).
+				_ = b.applyRead()
 				r.Body = &b.body
 			}
 			next.ServeHTTP(b, r)
@@ -110,13 +112,12 @@ type budgetWriter struct {
 // applyRead sets the connection's read deadline to the earlier of the
 // body's and the handler's. Called with mu held, or before the handler
 // runs.
-func (b *budgetWriter) applyRead() {
+func (b *budgetWriter) applyRead() error {
 	by := b.readBy
 	if by.IsZero() || (!b.bodyBy.IsZero() && b.bodyBy.Before(by)) {
 		by = b.bodyBy
 	}
-	// Not every ResponseWriter supports deadlines (httptest recorders).
-	_ = b.rc.SetReadDeadline(by)
+	return b.rc.SetReadDeadline(by)
 }
 
 // bodyRead records n more bytes of the body, or its end.
@@ -136,20 +137,15 @@ func (b *budgetWriter) bodyRead(read int64, eof bool) {
 	} else {
 		b.bodyBy = b.o.bodyBy(b.start, read)
 	}
-	b.applyRead()
+	_ = b.applyRead()
 }
 
 // SetReadDeadline is the handler's own read deadline (see Budget).
 func (b *budgetWriter) SetReadDeadline(t time.Time) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.bodyBy.IsZero() {
-		b.readBy = t
-		return b.rc.SetReadDeadline(t)
-	}
 	b.readBy = t
-	b.applyRead()
-	return nil
+	return b.applyRead()
 }
 
 // SetWriteDeadline is the handler's own write deadline: Budget stops
