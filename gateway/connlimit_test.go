@@ -76,7 +76,7 @@ func TestLimitConnections(t *testing.T) {
 	defer second.Close()
 	over := dial()
 	over.SetReadDeadline(time.Now().Add(time.Minute))
-	if n, err := over.Read(make([]byte, 1)); n != 0 || err == nil || isTimeout(err) {
+	if n, err := over.Read(make([]byte, 1)); n != 0 || err == nil || connTimedOut(err) {
 		t.Fatalf("a connection beyond the cap: read %d, %v; want it closed", n, err)
 	}
 	if open, refused := connCounts(t, reader, "control"); open != 2 || refused != 1 {
@@ -99,7 +99,7 @@ func TestLimitConnections(t *testing.T) {
 	}
 }
 
-func isTimeout(err error) bool {
+func connTimedOut(err error) bool {
 	ne, ok := err.(net.Error)
 	return ok && ne.Timeout()
 }

@@ -48,7 +48,7 @@ func serveGateway(t *testing.T, c config.Config) *liveGateway {
 // replaced).
 func serveGatewayWith(t *testing.T, c config.Config, o Options) *liveGateway {
 	t.Helper()
-	c.Listen, c.APIListen = freeAddr(t), freeAddr(t)
+	c.Listen, c.APIListen = budgetAddr(t), budgetAddr(t)
 	c.Store = filepath.Join(t.TempDir(), "fencegw.db")
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
@@ -299,7 +299,7 @@ func TestConnectionCapRefusesAndCounts(t *testing.T) {
 	defer refused.Close()
 	refused.SetReadDeadline(time.Now().Add(20 * time.Second))
 	io.WriteString(refused, "GET /w/x HTTP/1.1\r\nHost: x\r\n\r\n")
-	if n, err := refused.Read(make([]byte, 1)); n != 0 || err == nil || errors.Is(err, context.DeadlineExceeded) || isTimeout(err) {
+	if n, err := refused.Read(make([]byte, 1)); n != 0 || err == nil || errors.Is(err, context.DeadlineExceeded) || budgetTimedOut(err) {
 		t.Fatalf("connection beyond max_connections: read %d bytes, %v; want it closed without an answer", n, err)
 	}
 	if v := g.metric(t, "fencegw_connections_refused_total", `listener="proxy"`); v < 1 {
@@ -322,8 +322,8 @@ func TestConnectionCapRefusesAndCounts(t *testing.T) {
 	}
 }
 
-// freeAddr returns a loopback address free at the time of the call.
-func freeAddr(t *testing.T) string {
+// budgetAddr returns a loopback address free at the time of the call.
+func budgetAddr(t *testing.T) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -333,7 +333,7 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-func isTimeout(err error) bool {
+func budgetTimedOut(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
 }
