@@ -23,10 +23,10 @@ func budgetServer(t *testing.T, o gateway.BudgetOptions, h http.HandlerFunc) *ht
 	return srv
 }
 
-// trickle sends the head of a request declaring n bytes of body to srv,
+// trickleBody sends the head of a request declaring n bytes of body to srv,
 // then a byte of it every interval until the connection fails or stop
 // closes. The connection is returned for reading.
-func trickle(t *testing.T, srv *httptest.Server, n int, interval time.Duration, stop <-chan struct{}) net.Conn {
+func trickleBody(t *testing.T, srv *httptest.Server, n int, interval time.Duration, stop <-chan struct{}) net.Conn {
 	t.Helper()
 	c, err := net.Dial("tcp", srv.Listener.Addr().String())
 	if err != nil {
@@ -68,7 +68,7 @@ func TestBudgetNeverExtendsAHandlersReadDeadline(t *testing.T) {
 		})
 	stop := make(chan struct{})
 	defer close(stop)
-	trickle(t, srv, 1000, 20*time.Millisecond, stop)
+	trickleBody(t, srv, 1000, 20*time.Millisecond, stop)
 	var ne net.Error
 	if err := <-readErr; !errors.As(err, &ne) || !ne.Timeout() {
 		t.Fatalf("reading a trickled body past the handler's own read deadline: %v, want a timeout", err)

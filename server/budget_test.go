@@ -31,22 +31,22 @@ import (
 	"github.com/fencegw/fencegw/telemetry"
 )
 
-// liveGateway is a Server serving on real loopback listeners.
-type liveGateway struct {
+// budgetGateway is a Server serving on real loopback listeners.
+type budgetGateway struct {
 	proxy, control string // host:port
 	stop           func()
 }
 
-// serveGateway builds a gateway from c (addresses set to free loopback
+// serveBudgetGateway builds a gateway from c (addresses set to free loopback
 // ports) and serves it until the test ends.
-func serveGateway(t *testing.T, c config.Config) *liveGateway {
+func serveBudgetGateway(t *testing.T, c config.Config) *budgetGateway {
 	t.Helper()
-	return serveGatewayWith(t, c, Options{})
+	return serveBudgetGatewayWith(t, c, Options{})
 }
 
-// serveGatewayWith is serveGateway with options (its logger and telemetry
+// serveBudgetGatewayWith is serveBudgetGateway with options (its logger and telemetry
 // replaced).
-func serveGatewayWith(t *testing.T, c config.Config, o Options) *liveGateway {
+func serveBudgetGatewayWith(t *testing.T, c config.Config, o Options) *budgetGateway {
 	t.Helper()
 	c.Listen, c.APIListen = budgetAddr(t), budgetAddr(t)
 	c.Store = filepath.Join(t.TempDir(), "fencegw.db")
@@ -67,7 +67,7 @@ func serveGatewayWith(t *testing.T, c config.Config, o Options) *liveGateway {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	g := &liveGateway{}
+	g := &budgetGateway{}
 	ready, served := make(chan struct{}), make(chan error, 1)
 	go func() {
 		served <- s.Serve(ctx, ls, func(p, a net.Addr) { g.proxy, g.control = p.String(), a.String(); close(ready) })
@@ -94,7 +94,7 @@ func serveGatewayWith(t *testing.T, c config.Config, o Options) *liveGateway {
 
 // metric returns the value of the Prometheus sample name{labels} on the
 // gateway's /metrics, or -1 when there is none.
-func (g *liveGateway) metric(t *testing.T, name, labels string) float64 {
+func (g *budgetGateway) metric(t *testing.T, name, labels string) float64 {
 	t.Helper()
 	resp, err := http.Get("http://" + g.control + "/metrics")
 	if err != nil {
@@ -195,7 +195,7 @@ func TestSlowBodiesAreCutOnBothListeners(t *testing.T) {
 	}))
 	defer upstream.Close()
 	c := budgetConfig(upstream.URL)
-	g := serveGateway(t, c)
+	g := serveBudgetGateway(t, c)
 
 	const perListener = 150
 	// The documented budget, and generous slack for a loaded machine.
@@ -280,7 +280,7 @@ func TestConnectionCapRefusesAndCounts(t *testing.T) {
 	defer upstream.Close()
 	c := budgetConfig(upstream.URL)
 	c.MaxConnections = 4
-	g := serveGateway(t, c)
+	g := serveBudgetGateway(t, c)
 
 	held := make([]net.Conn, c.MaxConnections)
 	for i := range held {
@@ -291,7 +291,7 @@ func TestConnectionCapRefusesAndCounts(t *testing.T) {
 		defer conn.Close()
 		held[i] = conn
 	}
-	waitMetric(t, g, "fencegw_connections_open", `listener="proxy"`, float64(c.MaxConnections))
+	waitBudgetMetric(t, g, "fencegw_connections_open", `listener="proxy"`, float64(c.MaxConnections))
 	refused, err := net.Dial("tcp", g.proxy)
 	if err != nil {
 		t.Fatal(err)
@@ -311,7 +311,7 @@ func TestConnectionCapRefusesAndCounts(t *testing.T) {
 	for _, conn := range held {
 		conn.Close()
 	}
-	waitMetric(t, g, "fencegw_connections_open", `listener="proxy"`, 0)
+	waitBudgetMetric(t, g, "fencegw_connections_open", `listener="proxy"`, 0)
 	resp, err := http.Get("http://" + g.proxy + "/not-routed")
 	if err != nil {
 		t.Fatalf("after the held connections closed: %v", err)
@@ -338,8 +338,8 @@ func budgetTimedOut(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-// waitMetric waits until the gateway's metric name{labels} is want.
-func waitMetric(t *testing.T, g *liveGateway, name, labels string, want float64) {
+// waitBudgetMetric waits until the gateway's metric name{labels} is want.
+func waitBudgetMetric(t *testing.T, g *budgetGateway, name, labels string, want float64) {
 	t.Helper()
 	var v float64
 	for range 200 {
@@ -351,13 +351,13 @@ func waitMetric(t *testing.T, g *liveGateway, name, labels string, want float64)
 	t.Fatalf("%s{%s} = %v, want %v", name, labels, v, want)
 }
 
-// TestWatchOutlivesWriteTimeout: a lease watch lasts longer than
+// TestWatchStreamFlowsPastWriteTimeout: a lease watch lasts longer than
 // write_timeout while its client reads it (the deadline is on each write,
 // not on the answer).
-func TestWatchOutlivesWriteTimeout(t *testing.T) {
+func TestWatchStreamFlowsPastWriteTimeout(t *testing.T) {
 	c := budgetConfig("http://127.0.0.1:1")
 	c.WriteTimeout = config.Duration(100 * time.Millisecond)
-	g := serveGatewayWith(t, c, Options{WatchHeartbeat: 20 * time.Millisecond})
+	g := serveBudgetGatewayWith(t, c, Options{WatchHeartbeat: 20 * time.Millisecond})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+g.control+"/v1/leases/budget-watch/watch", nil)
@@ -379,10 +379,10 @@ func TestWatchOutlivesWriteTimeout(t *testing.T) {
 	}
 }
 
-// TestProxiedStreamOutlivesWriteTimeout: an upstream's answer streamed for
+// TestProxiedStreamFlowsPastWriteTimeout: an upstream's answer streamed for
 // longer than write_timeout, with pauses longer than it, reaches a client
 // that reads it.
-func TestProxiedStreamOutlivesWriteTimeout(t *testing.T) {
+func TestProxiedStreamFlowsPastWriteTimeout(t *testing.T) {
 	const writeTimeout = 100 * time.Millisecond
 	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		for i := range 5 {
@@ -394,7 +394,7 @@ func TestProxiedStreamOutlivesWriteTimeout(t *testing.T) {
 	defer upstream.Close()
 	c := budgetConfig(upstream.URL)
 	c.WriteTimeout = config.Duration(writeTimeout)
-	g := serveGateway(t, c)
+	g := serveBudgetGateway(t, c)
 	resp, err := http.Get("http://" + g.proxy + "/w/stream")
 	if err != nil {
 		t.Fatal(err)
@@ -406,9 +406,9 @@ func TestProxiedStreamOutlivesWriteTimeout(t *testing.T) {
 	}
 }
 
-// writeSelfSigned writes a self-signed certificate for 127.0.0.1 and its
+// writeBudgetCert writes a self-signed certificate for 127.0.0.1 and its
 // key into dir, and returns their paths.
-func writeSelfSigned(t *testing.T, dir string) (certFile, keyFile string) {
+func writeBudgetCert(t *testing.T, dir string) (certFile, keyFile string) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -446,9 +446,9 @@ func TestSlowBodiesAreCutOverTLS(t *testing.T) {
 	}))
 	defer upstream.Close()
 	c := budgetConfig(upstream.URL)
-	certFile, keyFile := writeSelfSigned(t, t.TempDir())
+	certFile, keyFile := writeBudgetCert(t, t.TempDir())
 	c.TLS = &config.ListenerTLS{CertFile: certFile, KeyFile: keyFile}
-	g := serveGateway(t, c)
+	g := serveBudgetGateway(t, c)
 
 	tc := &tls.Config{InsecureSkipVerify: true, NextProtos: []string{"http/1.1"}}
 	dial := func() (net.Conn, error) { return tls.Dial("tcp", g.proxy, tc) }
