@@ -37,6 +37,22 @@ type Config struct {
 	ReadHeaderTimeout Duration `yaml:"read_header_timeout"`
 	// IdleTimeout closes idle client keep-alive connections.
 	IdleTimeout Duration `yaml:"idle_timeout"`
+	// BodyTimeout and MinBodyRate bound reading a request's body, on both
+	// listeners, whether or not a handler reads it: the body must have
+	// arrived BodyTimeout after the head, plus one second per MinBodyRate
+	// bytes of it (declared, or received so far when chunked). A body that
+	// has not is cut: the answer says Connection: close and the connection
+	// closes.
+	BodyTimeout Duration `yaml:"body_timeout"`
+	// MinBodyRate is in bytes per second; 0 gives every body BodyTimeout.
+	MinBodyRate int64 `yaml:"min_body_rate"`
+	// WriteTimeout bounds each write of an answer to a client: a client
+	// that accepts nothing of it for this long is cut off. Streamed
+	// answers and watch streams may last longer, as long as they flow.
+	WriteTimeout Duration `yaml:"write_timeout"`
+	// MaxConnections caps the connections open on each listener; one
+	// beyond it is closed at once, unanswered, and counted.
+	MaxConnections int `yaml:"max_connections"`
 	// UpstreamDialTimeout bounds connecting to an upstream.
 	UpstreamDialTimeout Duration `yaml:"upstream_dial_timeout"`
 	// UpstreamResponseHeaderTimeout bounds the wait for an upstream's answer.
@@ -212,6 +228,10 @@ func Default() Config {
 		ShutdownTimeout:               Duration(30 * time.Second),
 		ReadHeaderTimeout:             Duration(10 * time.Second),
 		IdleTimeout:                   Duration(120 * time.Second),
+		BodyTimeout:                   Duration(30 * time.Second),
+		MinBodyRate:                   64 << 10,
+		WriteTimeout:                  Duration(30 * time.Second),
+		MaxConnections:                10000,
 		UpstreamDialTimeout:           Duration(5 * time.Second),
 		UpstreamResponseHeaderTimeout: Duration(30 * time.Second),
 		UpstreamTimeout:               Duration(30 * time.Second),

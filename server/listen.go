@@ -51,6 +51,9 @@ func (s *Server) Serve(ctx context.Context, ls Listeners, ready func(proxy, cont
 	proxy, api := s.httpServer(s.proxy), s.httpServer(s.control)
 	// The proxy refuses framing tricks before net/http reads a request.
 	proxy.ConnContext = gateway.ConnContext
+	if err := s.limitConnections(&ls); err != nil {
+		return err
+	}
 	proxyLn, err := guardListener(ls.Proxy, c, s.log)
 	if err != nil {
 		ls.Control.Close()
@@ -90,14 +93,38 @@ func (s *Server) Serve(ctx context.Context, ls Listeners, ready func(proxy, cont
 	return nil
 }
 
+// httpServer serves h with the configured limits: read_header_timeout
+// for a request's head, body_timeout and min_body_rate for its body and
+// write_timeout for its answer (gateway.Budget), idle_timeout between
+// requests.
 func (s *Server) httpServer(h http.Handler) *http.Server {
+	budget := gateway.BudgetOptions{BodyTimeout: s.cfg.BodyTimeout.D(), MinBodyRate: s.cfg.MinBodyRate,
+		WriteTimeout: s.cfg.WriteTimeout.D()}
 	return &http.Server{
-		Handler:           h,
+		Handler:           gateway.Budget(budget)(h),
 		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout.D(),
 		IdleTimeout:       s.cfg.IdleTimeout.D(),
 		MaxHeaderBytes:    s.cfg.MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
+}
+
+// limitConnections caps the connections open on each of ls's listeners at
+// max_connections (gateway.LimitConnections), closing both on failure.
+func (s *Server) limitConnections(ls *Listeners) error {
+	limit := func(ln net.Listener, name string) (net.Listener, error) {
+		return gateway.LimitConnections(ln, gateway.ConnLimitOptions{Max: s.cfg.MaxConnections,
+			Listener: name, MeterProvider: s.tel.MeterProvider})
+	}
+	proxyLn, perr := limit(ls.Proxy, "proxy")
+	apiLn, aerr := limit(ls.Control, "control")
+	if err := errors.Join(perr, aerr); err != nil {
+		ls.Proxy.Close()
+		ls.Control.Close()
+		return fmt.Errorf("max_connections: %w", err)
+	}
+	ls.Proxy, ls.Control = proxyLn, apiLn
+	return nil
 }
 
 // guardListener guards the proxy's connections (gateway.GuardListener),
