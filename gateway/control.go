@@ -49,7 +49,14 @@ type ControlOptions struct {
 	// WatchHeartbeat is how often an idle lease watch sends a comment
 	// (DefaultWatchHeartbeat when 0).
 	WatchHeartbeat time.Duration
-	// Stopping, once closed, ends every lease watch: the gateway is
+	// WatchWriteTimeout bounds every write to a lease watch: a watcher
+	// that stops reading is dropped (DefaultWatchWriteTimeout when 0).
+	WatchWriteTimeout time.Duration
+	// MaxWatchers caps the lease watches open at once; beyond it a watch
+	// is answered 503 with Retry-After (DefaultMaxWatchers when 0).
+	MaxWatchers int
+	// Stopping, once closed, ends every lease watch at once, even one
+	// blocked writing to a watcher that does not read: the gateway is
 	// shutting down.
 	Stopping <-chan struct{}
 	// UITraceURL links trace ids on the timeline page (see NewUI).

@@ -79,18 +79,22 @@ func (c *control) watchLease(w http.ResponseWriter, r *http.Request) {
 		c.leaseError(w, r, "watch", name, err)
 		return
 	}
-	rc := http.NewResponseController(w)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
+	out := newSSEWriter(w, c.WatchWriteTimeout, c.Stopping)
+	defer out.close()
+	var first []byte
 	if found {
 		if ev := stateEvent(prev); ev.id() != r.Header.Get("Last-Event-ID") {
-			writeEvent(w, ev)
+			first = eventBytes(ev)
 		}
 	}
-	rc.Flush()
+	if out.send(first) != nil {
+		return
+	}
 	every := c.WatchHeartbeat
 	if every <= 0 {
 		every = DefaultWatchHeartbeat
@@ -115,8 +119,9 @@ func (c *control) watchLease(w http.ResponseWriter, r *http.Request) {
 			return
 		case <-heartbeat.C:
 			expiry.Stop()
-			fmt.Fprint(w, ": keep-alive\n\n")
-			rc.Flush()
+			if out.send([]byte(": keep-alive\n\n")) != nil {
+				return
+			}
 			continue
 		case <-notes:
 		case <-expiry.C:
@@ -128,10 +133,13 @@ func (c *control) watchLease(w http.ResponseWriter, r *http.Request) {
 			retry.Reset(time.Second) // the store is down: read again soon
 			continue
 		}
+		var buf []byte
 		for _, ev := range changes(prev, found, cur, curFound) {
-			writeEvent(w, ev)
+			buf = append(buf, eventBytes(ev)...)
 		}
-		rc.Flush()
+		if len(buf) > 0 && out.send(buf) != nil {
+			return
+		}
 		prev, found = cur, curFound
 	}
 }
@@ -213,8 +221,8 @@ func event(kind string, l tokens.Lease) LeaseEvent {
 		At: time.Now().UTC(), version: l.Version}
 }
 
-// writeEvent writes ev as one server-sent event.
-func writeEvent(w http.ResponseWriter, ev LeaseEvent) {
+// eventBytes is ev as one server-sent event.
+func eventBytes(ev LeaseEvent) []byte {
 	data, _ := json.Marshal(ev)
-	fmt.Fprintf(w, "id: %s\nevent: %s\ndata: %s\n\n", ev.id(), ev.Event, data)
+	return fmt.Appendf(nil, "id: %s\nevent: %s\ndata: %s\n\n", ev.id(), ev.Event, data)
 }
