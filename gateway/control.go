@@ -123,6 +123,9 @@ func (o ControlOptions) withDefaults() ControlOptions {
 func NewControlRouter(o ControlOptions) chi.Router {
 	o = o.withDefaults()
 	c := &control{ControlOptions: o}
+	if o.Fence != nil {
+		c.hub = newWatchHub(o.Fence.Store(), o.Fence.Lease, o.MaxWatchers)
+	}
 	r := chi.NewRouter()
 	r.Use(nameSpanByRoute)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
@@ -168,6 +171,7 @@ func NewControlRouter(o ControlOptions) chi.Router {
 
 type control struct {
 	ControlOptions
+	hub *watchHub // the lease watches' fan-out
 }
 
 func (c *control) healthz(w http.ResponseWriter, _ *http.Request) {

@@ -252,6 +252,8 @@ type gatewayOptions struct {
 	auditInterval time.Duration
 	// traceURL is the timeline page's ui.trace_url.
 	traceURL string
+	// maxWatchers is watch.max_watchers (the default when 0).
+	maxWatchers int
 }
 
 // tokensEpochSource abbreviates the epoch source type in tables.
@@ -277,6 +279,9 @@ func newGatewayWith(t *testing.T, store tokens.Store, up *upstream, o gatewayOpt
 	}
 	c.Audit.Replica = o.replica
 	c.UI.TraceURL = o.traceURL
+	if o.maxWatchers > 0 {
+		c.Watch.MaxWatchers = o.maxWatchers
+	}
 	if o.auditFlush > 0 {
 		c.Audit.Flush = config.Duration(o.auditFlush)
 	}

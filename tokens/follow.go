@@ -5,16 +5,17 @@ import "context"
 // FollowChanges implements LeaseWatcher.WatchLease for a store that keeps
 // a log of changes and notifies of new ones: notes must be subscribed
 // before the call, so that no change lands between a read and the wait.
-// It reads the changes after after (with after 0, the first read asks for
-// the latest only: latest set), sends them in order, and reads again after
-// every notification, until ctx ends or a read fails; then it closes the
-// channel.
+// It reads the changes after after (with after FromLatest, the first read
+// asks for the latest only: latest set, after 0), sends them in order, and
+// reads again after every notification, until ctx ends or a read fails;
+// then it closes the channel.
 func FollowChanges(ctx context.Context, notes <-chan struct{}, after int64,
 	read func(ctx context.Context, after int64, latest bool) ([]LeaseChange, error)) <-chan LeaseChange {
 	out := make(chan LeaseChange)
 	go func() {
 		defer close(out)
-		latest := after == 0
+		latest := after < 0
+		after = max(after, 0)
 		for {
 			changes, err := read(ctx, after, latest)
 			if err != nil {

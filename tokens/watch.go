@@ -94,6 +94,10 @@ type LeaseChange struct {
 	Gap bool
 }
 
+// FromLatest, as LeaseWatcher.WatchLease's after, starts a watch with the
+// latest change.
+const FromLatest int64 = -1
+
 // LeaseWatcher streams every change of a lease, in order, whichever
 // client of the store made it.
 type LeaseWatcher interface {
@@ -101,10 +105,11 @@ type LeaseWatcher interface {
 	// with Seq above after, in order, then every later change as the store
 	// records it, until ctx ends or the store can no longer follow it (a
 	// broken connection); then it closes the channel, and the caller
-	// watches again from the last Seq it received. With after 0 it starts
-	// with the latest change (the lease's state now), if there is one.
-	// When changes after after are no longer kept, it starts with the
-	// latest one, Gap set. Lapses are not changes: a watcher learns them
+	// watches again from the last Seq it received. With after FromLatest
+	// it starts with the latest change (the lease's state now), if there
+	// is one; with 0, with the first change the store keeps. When changes
+	// after after are no longer kept, it starts with the latest one, Gap
+	// set. Lapses are not changes: a watcher learns them
 	// from the ExpiresAt it received and a read of the lease.
 	WatchLease(ctx context.Context, name string, after int64) (<-chan LeaseChange, error)
 }

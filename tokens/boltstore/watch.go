@@ -23,8 +23,9 @@ type changeLog struct {
 
 // stagedChange is a change written in a transaction not yet committed.
 type stagedChange struct {
-	name string
-	rec  leaseRecord
+	name    string
+	rec     leaseRecord
+	prevSeq int64 // the Seq of the record it replaced (0: none)
 }
 
 // putLease writes rec with the next sequence of the lease bucket, which
@@ -35,11 +36,15 @@ func (s *Store) putLease(tx *bolt.Tx, name string, rec leaseRecord) error {
 	if err != nil {
 		return fmt.Errorf("numbering the change of lease %q: %w", name, err)
 	}
+	prev, _, err := getLease(tx, name)
+	if err != nil {
+		return err
+	}
 	rec.Seq = int64(seq)
 	if err := putLease(tx, name, rec); err != nil {
 		return err
 	}
-	s.staged = &stagedChange{name: name, rec: rec}
+	s.staged = &stagedChange{name: name, rec: rec, prevSeq: prev.Seq}
 	return nil
 }
 
@@ -57,7 +62,7 @@ func (s *Store) commitChange(failed bool) {
 	}
 	l := s.changes[st.name]
 	if l == nil {
-		l = &changeLog{floor: st.rec.Seq - 1}
+		l = &changeLog{floor: st.prevSeq}
 		s.changes[st.name] = l
 	}
 	l.changes = append(l.changes, tokens.LeaseChange{Seq: st.rec.Seq, Lease: s.leaseState(st.name, st.rec, s.now())})
@@ -107,7 +112,7 @@ func (s *Store) readChanges(name string, after int64, latest bool) ([]tokens.Lea
 		if !found || rec.Seq <= after {
 			return nil, nil
 		}
-		return []tokens.LeaseChange{{Seq: rec.Seq, Lease: s.leaseState(name, rec, s.now()), Gap: after != 0}}, nil
+		return []tokens.LeaseChange{{Seq: rec.Seq, Lease: s.leaseState(name, rec, s.now()), Gap: !latest}}, nil
 	}
 	last := l.changes[len(l.changes)-1]
 	switch {

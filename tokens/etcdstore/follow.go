@@ -11,7 +11,8 @@ import (
 )
 
 // WatchLease streams every change of lease name made through any replica,
-// with one etcd watch from revision after+1; see tokens.LeaseWatcher. Each
+// with one etcd watch from revision after+1 (after the revision read, for
+// tokens.FromLatest); see tokens.LeaseWatcher. Each
 // change's Seq is the etcd revision of its put: a put of the record (a
 // grant, or a release of the live grant, which marks it released) or of the
 // renewed key (a renewal). ExpiresAt is estimated as the TTL after the
@@ -51,7 +52,8 @@ func (s *Store) follow(ctx context.Context, name string, after int64, out chan<-
 		return
 	}
 	from := after + 1
-	if after == 0 {
+	if after < 0 {
+		after = 0
 		if st.found && !send(s.stateChange(ctx, name, st, false)) {
 			return
 		}

@@ -50,7 +50,7 @@ func (s *Store) WatchLease(ctx context.Context, name string, after int64) (<-cha
 	if err != nil {
 		return nil, err
 	}
-	resumed := after > 0 // only a resumed watch may find its changes trimmed
+	resumed := after >= 0 // only a resumed watch may find its changes trimmed
 	return tokens.FollowChanges(ctx, notes, after, func(ctx context.Context, after int64, latest bool) ([]tokens.LeaseChange, error) {
 		check := resumed
 		resumed = false

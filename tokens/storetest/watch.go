@@ -126,7 +126,7 @@ func testWatchEveryChange(t *testing.T, f Factory) {
 	}
 	c, cancel := context.WithCancel(ctx(t))
 	defer cancel()
-	ch, err := watcher.WatchLease(c, "every", 0)
+	ch, err := watcher.WatchLease(c, "every", tokens.FromLatest)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,8 @@ func testWatchEveryChange(t *testing.T, f Factory) {
 
 // testWatchResumes: a watch from the Seq of a change sends what came
 // after it, in order with the same Seqs, and nothing before; a watch from
-// the last Seq sends nothing; a watch from 0 starts with the latest.
+// 0 sends them all; a watch from the last Seq sends nothing; a watch from
+// tokens.FromLatest starts with the latest.
 func testWatchResumes(t *testing.T, f Factory) {
 	watcher := f(t)
 	other := watcher
@@ -153,7 +154,7 @@ func testWatchResumes(t *testing.T, f Factory) {
 	}
 	c, cancel := context.WithCancel(ctx(t))
 	defer cancel()
-	ch, err := watcher.WatchLease(c, "resumed", 0)
+	ch, err := watcher.WatchLease(c, "resumed", tokens.FromLatest)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,6 +178,13 @@ func testWatchResumes(t *testing.T, f Factory) {
 	if got := expectChanges(t, resumed, g, 1); got[0] != seqs[1] || got[1] != seqs[2] {
 		t.Fatalf("resumed after %d: Seqs %v, want %v", seqs[0], got, seqs[1:])
 	}
+	all, err := watcher.WatchLease(c, "resumed", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := expectChanges(t, all, g, 0); got[0] != seqs[0] || got[2] != seqs[2] {
+		t.Fatalf("watched from 0: Seqs %v, want %v", got, seqs)
+	}
 	caughtUp, err := watcher.WatchLease(c, "resumed", seqs[2])
 	if err != nil {
 		t.Fatal(err)
@@ -188,7 +196,7 @@ func testWatchResumes(t *testing.T, f Factory) {
 		}
 	case <-time.After(300 * time.Millisecond):
 	}
-	latest, err := watcher.WatchLease(c, "resumed", 0)
+	latest, err := watcher.WatchLease(c, "resumed", tokens.FromLatest)
 	if err != nil {
 		t.Fatal(err)
 	}
