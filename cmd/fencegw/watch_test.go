@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -62,10 +64,12 @@ func TestLeaseWatchCLI(t *testing.T) {
 }
 
 // TestWatcherThatNeverReads: a watcher that stops reading cannot hold
-// shutdown. With its socket's buffers full (a tiny receive buffer and a
-// flood of renewals) the gateway's write to it blocks; on SIGTERM the
-// process still exits 0 within shutdown_timeout plus slack, and the store
-// file opens again at once (its lock was released).
+// shutdown. With its socket's buffers full (a tiny receive buffer and
+// 4,000 renewals of long-named events, some 2.5 MB, past the 4 MB the
+// kernel queues for a small-write stream) the gateway's write to it
+// blocks, and write_timeout is 5 minutes; on SIGTERM the process still
+// exits 0 within shutdown_timeout plus slack, and the store file opens
+// again at once (its lock was released).
 func TestWatcherThatNeverReads(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "gw.yaml")
@@ -75,16 +79,31 @@ func TestWatcherThatNeverReads(t *testing.T) {
 	}
 	store := filepath.Join(dir, "s.db")
 	gw := start(t, "--config", cfg, "--store", store)
+	// Long names make long events: a few thousand fill the socket.
+	name, holder := strings.Repeat("n", 250), strings.Repeat("h", 250)
 	var l struct {
 		Epoch int64 `json:"epoch"`
 	}
-	postJSON(t, gw.api+"/v1/leases/jobs/acquire", `{"holder":"node-a","ttl_seconds":300}`, &l)
-	conn := deafWatcher(t, strings.TrimPrefix(gw.api, "http://"), "/v1/leases/jobs/watch")
+	postJSON(t, gw.api+"/v1/leases/"+name+"/acquire", `{"holder":"`+holder+`","ttl_seconds":300}`, &l)
+	conn := deafWatcher(t, strings.TrimPrefix(gw.api, "http://"), "/v1/leases/"+name+"/watch")
 	defer conn.Close()
-	body := fmt.Sprintf(`{"holder":"node-a","epoch":%d}`, l.Epoch)
-	for i := 0; i < 1500; i++ { // ~400 KB of events: far beyond what the socket holds
-		postJSON(t, gw.api+"/v1/leases/jobs/renew", body, &l)
+	body := fmt.Sprintf(`{"holder":%q,"epoch":%d}`, holder, l.Epoch)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 1000 {
+				resp, err := http.Post(gw.api+"/v1/leases/"+name+"/renew", "application/json", strings.NewReader(body))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				resp.Body.Close()
+			}
+		}()
 	}
+	wg.Wait()
 	start := time.Now()
 	if err := gw.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
