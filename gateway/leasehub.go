@@ -82,6 +82,9 @@ func (lh *leaseHub) publish(evs []LeaseEvent) {
 	if len(evs) == 0 {
 		return
 	}
+	for i := range evs {
+		evs[i].wire = appendEvent(nil, evs[i])
+	}
 	lh.mu.Lock()
 	defer lh.mu.Unlock()
 	for _, ev := range evs {
@@ -133,9 +136,10 @@ func (lh *leaseHub) run(ctx context.Context, after int64) {
 
 // follow applies the changes on ch, and checks for a lapse when the
 // current grant's expiry passes, until ch closes or ctx ends; it returns
-// the Seq of the last change applied. The first change is checked at once:
-// replayed from the past, it may name an expiry that is only an estimate
-// made now.
+// the Seq of the last change applied. A grant or renewal that comes first
+// is checked at once, before it is published: replayed from the past, or
+// the state when the watch began, it may have lapsed since, and its expiry
+// may be only an estimate made now.
 func (lh *leaseHub) follow(ctx context.Context, ch <-chan tokens.LeaseChange, after int64) int64 {
 	expiry := time.NewTimer(time.Hour)
 	defer expiry.Stop()
@@ -152,11 +156,12 @@ func (lh *leaseHub) follow(ctx context.Context, ch <-chan tokens.LeaseChange, af
 			if !ok {
 				return after
 			}
-			lh.publish(lh.apply(c))
-			after = c.Seq
-			if first && lh.cur.Held && lh.cur.ExpiresAt.After(time.Now()) {
-				lh.cur.ExpiresAt = time.Now()
+			evs := lh.apply(c)
+			if first && lh.cur.Held {
+				evs = append(evs, lh.checkLapse(ctx)...)
 			}
+			lh.publish(evs)
+			after = c.Seq
 			first = false
 		case <-expiry.C:
 			lh.publish(lh.checkLapse(ctx))

@@ -37,6 +37,7 @@ type LeaseEvent struct {
 	// (lock_delay events).
 	LockDelayUntil *time.Time `json:"lock_delay_until,omitempty"`
 	id             eventID
+	wire           []byte // the event as sent, encoded once for every watcher
 }
 
 // watchLease streams a lease's changes as server-sent events: acquired,
@@ -118,6 +119,9 @@ func (c *control) streamEvents(ctx context.Context, sub *watcher, out *sseWriter
 
 // appendEvent appends ev as one server-sent event.
 func appendEvent(buf []byte, ev LeaseEvent) []byte {
+	if ev.wire != nil {
+		return append(buf, ev.wire...)
+	}
 	data, _ := json.Marshal(ev)
 	return fmt.Appendf(buf, "id: %s\nevent: %s\ndata: %s\n\n", ev.id, ev.Event, data)
 }
