@@ -8,8 +8,8 @@ import (
 	"github.com/fencegw/fencegw/tokens"
 )
 
-// watchCases check LeaseNotifier and the Version and Released a lease
-// read shows.
+// watchCases check LeaseNotifier, LeaseWatcher (every change its own, in
+// order, resumable) and the Version and Released a lease read shows.
 var watchCases = []contractCase{
 	{"NotifiedOfChanges", testNotified},
 	{"WatchEveryChange", testWatchEveryChange},
