@@ -93,6 +93,8 @@ type Config struct {
 	Audit Audit `yaml:"audit"`
 	// UI tunes the timeline page at /ui/ on the control API.
 	UI UI `yaml:"ui"`
+	// Watch tunes the lease watch streams.
+	Watch Watch `yaml:"watch"`
 	// Routes are the proxied paths.
 	Routes []Route `yaml:"routes"`
 }
@@ -242,6 +244,7 @@ func Default() Config {
 		Audit: Audit{Interval: Duration(10 * time.Second), Flush: Duration(time.Second), MaxPending: 10000,
 			Retention: Duration(30 * 24 * time.Hour), MaxEntries: 100_000},
 		Idempotency: Idempotency{TTL: Duration(24 * time.Hour), MaxAnswerBytes: 64 << 10},
+		Watch:       Watch{WriteTimeout: Duration(DefaultWatchWriteTimeout), MaxWatchers: DefaultMaxWatchers},
 		Signing: Signing{
 			Issuer:        "fencegw",
 			Audience:      "fencegw",

@@ -87,6 +87,8 @@ func TestValidationNamesTheField(t *testing.T) {
 		"ui: {trace_url: \"https://tracing.example/x\"}": "ui.trace_url: must contain {trace_id}",
 		"ui: {trace_url: \"/trace/{trace_id}\"}":         "ui.trace_url: must be an absolute http or https URL",
 		"ui: {trace_url: \"javascript:{trace_id}\"}":     "ui.trace_url: must be an absolute http or https URL",
+		"watch: {write_timeout: 10ms}":                   "watch.write_timeout: must be from 100ms to 10m",
+		"watch: {max_watchers: 0}":                       "watch.max_watchers: must be from 1 to 1000000",
 	}
 	for yml, want := range cases {
 		doc := yml

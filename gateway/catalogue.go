@@ -61,6 +61,9 @@ const (
 	TypeHeaderTooLarge = "urn:fencegw:problem:header-too-large"
 	// TypeUnsupportedCoding (501): a Transfer-Encoding other than chunked.
 	TypeUnsupportedCoding = "urn:fencegw:problem:unsupported-transfer-coding"
+	// TypeTooManyWatchers (503): the process serves watch.max_watchers
+	// lease watches already; Retry-After says when to try again.
+	TypeTooManyWatchers = "urn:fencegw:problem:too-many-watchers"
 )
 
 // ProblemKind is one entry of the problem catalogue: a kind of answer the
@@ -117,6 +120,8 @@ var (
 	KindForbidden      = ProblemKind{TypeForbidden, "API key not allowed here", http.StatusForbidden, "", 0}
 	KindInternal       = ProblemKind{TypeInternal, "Internal error", http.StatusInternalServerError, "", 0}
 	KindDraining       = ProblemKind{TypeDraining, "Shutting down", http.StatusServiceUnavailable, "", 1}
+
+	KindTooManyWatchers = ProblemKind{TypeTooManyWatchers, "Too many lease watches", http.StatusServiceUnavailable, "", 5}
 )
 
 // ProblemKinds returns the whole catalogue (openapi.yaml is checked
@@ -126,7 +131,7 @@ func ProblemKinds() []ProblemKind {
 		KindEpochNotIssued, KindBadResource, KindStoreUnavailable, KindBadPath, KindBadMethod, KindNoRoute, KindBodyTooLarge,
 		KindBadFraming, KindHeadTooLarge, KindCodingUnknown, KindUpstream, KindUpstreamSlow, KindLeaseHeld, KindLeaseLost,
 		KindLeaseOwned, KindEpochExhausted, KindLockDelay, KindNotFound, KindNotAllowed, KindBadRequest, KindUnauthorized, KindForbidden,
-		KindInternal, KindDraining}
+		KindInternal, KindDraining, KindTooManyWatchers}
 }
 
 // answer is an error the gateway answers with a kind of its own choosing

@@ -49,7 +49,14 @@ type ControlOptions struct {
 	// WatchHeartbeat is how often an idle lease watch sends a comment
 	// (DefaultWatchHeartbeat when 0).
 	WatchHeartbeat time.Duration
-	// Stopping, once closed, ends every lease watch: the gateway is
+	// WatchWriteTimeout bounds every write to a lease watch: a watcher
+	// that stops reading is dropped (DefaultWatchWriteTimeout when 0).
+	WatchWriteTimeout time.Duration
+	// MaxWatchers caps the lease watches open at once; beyond it a watch
+	// is answered 503 with Retry-After (DefaultMaxWatchers when 0).
+	MaxWatchers int
+	// Stopping, once closed, ends every lease watch at once, even one
+	// blocked writing to a watcher that does not read: the gateway is
 	// shutting down.
 	Stopping <-chan struct{}
 	// UITraceURL links trace ids on the timeline page (see NewUI).
@@ -116,6 +123,9 @@ func (o ControlOptions) withDefaults() ControlOptions {
 func NewControlRouter(o ControlOptions) chi.Router {
 	o = o.withDefaults()
 	c := &control{ControlOptions: o}
+	if o.Fence != nil {
+		c.hub = newWatchHub(o.Fence.Store(), o.Fence.Lease, o.MaxWatchers)
+	}
 	r := chi.NewRouter()
 	r.Use(nameSpanByRoute)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
@@ -161,6 +171,7 @@ func NewControlRouter(o ControlOptions) chi.Router {
 
 type control struct {
 	ControlOptions
+	hub *watchHub // the lease watches' fan-out
 }
 
 func (c *control) healthz(w http.ResponseWriter, _ *http.Request) {

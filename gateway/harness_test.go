@@ -256,6 +256,8 @@ type gatewayOptions struct {
 	idemTTL time.Duration
 	// maxBody is max_body_bytes (1 MiB when 0).
 	maxBody int64
+	// maxWatchers is watch.max_watchers (the default when 0).
+	maxWatchers int
 }
 
 // tokensEpochSource abbreviates the epoch source type in tables.
@@ -281,6 +283,9 @@ func newGatewayWith(t *testing.T, store tokens.Store, up *upstream, o gatewayOpt
 	}
 	c.Audit.Replica = o.replica
 	c.UI.TraceURL = o.traceURL
+	if o.maxWatchers > 0 {
+		c.Watch.MaxWatchers = o.maxWatchers
+	}
 	if o.auditFlush > 0 {
 		c.Audit.Flush = config.Duration(o.auditFlush)
 	}

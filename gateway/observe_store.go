@@ -91,3 +91,12 @@ func (s *observedStore) Lease(ctx context.Context, name string) (tokens.Lease, e
 	s.record(ctx, "lease", start, err)
 	return l, err
 }
+
+// WatchLease records the opening of a store watch ("watch"); the changes
+// it then streams are no calls.
+func (s *observedStore) WatchLease(ctx context.Context, name string, after int64) (<-chan tokens.LeaseChange, error) {
+	start := time.Now()
+	ch, err := s.Store.WatchLease(ctx, name, after)
+	s.record(ctx, "watch", start, err)
+	return ch, err
+}

@@ -3,13 +3,9 @@ package gateway
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"time"
-
-	"github.com/fencegw/fencegw/tokens"
 )
 
 // The lease watch's events.
@@ -24,7 +20,7 @@ const (
 // DefaultWatchHeartbeat is how often an idle lease watch sends a comment.
 const DefaultWatchHeartbeat = 15 * time.Second
 
-// expirySlack is how long after a lease's expiry a watch reads it again:
+// expirySlack is how long after a lease's expiry a leaseHub reads it:
 // the store must have seen it lapse by then.
 const expirySlack = 100 * time.Millisecond
 
@@ -40,181 +36,92 @@ type LeaseEvent struct {
 	// LockDelayUntil is when the lock-delay after an unclean lapse ends
 	// (lock_delay events).
 	LockDelayUntil *time.Time `json:"lock_delay_until,omitempty"`
-	version        int64
-}
-
-// id names the state an event leaves the lease in (epoch, version, and
-// held, released or lapsed), for Last-Event-ID: a new watch whose current
-// state has that id starts without repeating it.
-func (e LeaseEvent) id() string {
-	state := "held"
-	switch e.Event {
-	case EventReleased:
-		state = "released"
-	case EventExpired, EventLockDelay:
-		state = "lapsed"
-	}
-	return strconv.FormatInt(e.Epoch, 10) + "." + strconv.FormatInt(e.version, 10) + "." + state
+	id             eventID
+	wire           []byte // the event as sent, encoded once for every watcher
 }
 
 // watchLease streams a lease's changes as server-sent events: acquired,
-// renewed, released, expired and lock_delay, made through any replica. It
-// starts with the lease's current state (unless Last-Event-ID names that
-// state already), sends a comment every heartbeat, and ends when the
-// client goes or the gateway shuts down. It learns of changes from the
-// store's notifications and, for lapses, from the expiry it read.
+// renewed, released, expired and lock_delay, made through any replica,
+// each its own event, in order, with an id that rises (see eventID). A
+// watch with a Last-Event-ID this process still keeps resumes after it;
+// any other starts with the event that says the lease's current state. It
+// sends a comment every heartbeat and ends when the client goes, falls
+// watcherBuffer events behind, stops reading for the write timeout, or
+// the gateway shuts down. Events come from the process's watchHub, which
+// alone reads the store, however many watch; beyond MaxWatchers a watch
+// is answered 503 with Retry-After.
 func (c *control) watchLease(w http.ResponseWriter, r *http.Request) {
 	name, ok := leaseName(w, r)
 	if !ok {
 		return
 	}
-	ctx := r.Context()
-	notes, err := c.Fence.Store().SubscribeLease(ctx, name)
+	last, resume := parseEventID(r.Header.Get("Last-Event-ID"))
+	sub, backlog, err := c.hub.subscribe(name, last, resume)
 	if err != nil {
 		c.leaseError(w, r, "watch", name, err)
 		return
 	}
-	prev, found, err := c.readLease(ctx, name)
-	if err != nil {
-		c.leaseError(w, r, "watch", name, err)
-		return
-	}
-	rc := http.NewResponseController(w)
+	defer c.hub.unsubscribe(name, sub)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	if found {
-		if ev := stateEvent(prev); ev.id() != r.Header.Get("Last-Event-ID") {
-			writeEvent(w, ev)
-		}
+	out := newSSEWriter(w, c.WatchWriteTimeout, c.Stopping)
+	defer out.close()
+	var buf []byte
+	for _, ev := range backlog {
+		buf = appendEvent(buf, ev)
 	}
-	rc.Flush()
+	if out.send(buf) != nil {
+		return
+	}
+	c.streamEvents(r.Context(), sub, out)
+}
+
+// streamEvents writes sub's events to out until the watch ends.
+func (c *control) streamEvents(ctx context.Context, sub *watcher, out *sseWriter) {
 	every := c.WatchHeartbeat
 	if every <= 0 {
 		every = DefaultWatchHeartbeat
 	}
 	heartbeat := time.NewTicker(every)
 	defer heartbeat.Stop()
-	retry := time.NewTimer(0)
-	retry.Stop()
+	var buf []byte
 	for {
-		expiry := time.NewTimer(time.Hour)
-		if found && prev.Held {
-			expiry.Reset(time.Until(prev.ExpiresAt) + expirySlack)
-		} else {
-			expiry.Stop()
-		}
 		select {
 		case <-ctx.Done():
-			expiry.Stop()
 			return
 		case <-c.Stopping:
-			expiry.Stop()
 			return
+		case <-sub.dropped:
+			return // it fell behind: the client resumes with Last-Event-ID
 		case <-heartbeat.C:
-			expiry.Stop()
-			fmt.Fprint(w, ": keep-alive\n\n")
-			rc.Flush()
-			continue
-		case <-notes:
-		case <-expiry.C:
-		case <-retry.C:
-		}
-		expiry.Stop()
-		cur, curFound, err := c.readLease(ctx, name)
-		if err != nil {
-			retry.Reset(time.Second) // the store is down: read again soon
-			continue
-		}
-		for _, ev := range changes(prev, found, cur, curFound) {
-			writeEvent(w, ev)
-		}
-		rc.Flush()
-		prev, found = cur, curFound
-	}
-}
-
-// readLease reads a lease; found is false when it was never acquired.
-func (c *control) readLease(ctx context.Context, name string) (tokens.Lease, bool, error) {
-	l, err := c.Fence.Lease(ctx, name)
-	if errors.Is(err, tokens.ErrLeaseNotFound) {
-		return tokens.Lease{}, false, nil
-	}
-	return l, err == nil, err
-}
-
-// changes are the events that lead from the lease read as prev to cur
-// (found and curFound: whether either read found it).
-func changes(prev tokens.Lease, found bool, cur tokens.Lease, curFound bool) []LeaseEvent {
-	switch {
-	case !curFound:
-		return nil
-	case !found:
-		return history(cur)
-	case cur.Epoch != prev.Epoch:
-		var evs []LeaseEvent
-		if prev.Held { // it ended before the new grant, unseen
-			kind := EventReleased
-			if !prev.ExpiresAt.After(time.Now()) {
-				kind = EventExpired
+			if out.send([]byte(": keep-alive\n\n")) != nil {
+				return
 			}
-			evs = append(evs, event(kind, prev))
+		case ev := <-sub.ch:
+			buf = appendEvent(buf[:0], ev)
+			for more := true; more; { // what else is pending goes in the same write
+				select {
+				case ev := <-sub.ch:
+					buf = appendEvent(buf, ev)
+				default:
+					more = false
+				}
+			}
+			if out.send(buf) != nil {
+				return
+			}
 		}
-		return append(evs, history(cur)...)
-	case prev.Held && cur.Held && cur.Version != prev.Version:
-		return []LeaseEvent{event(EventRenewed, cur)}
-	case prev.Held && !cur.Held:
-		return ended(cur)
 	}
-	return nil
 }
 
-// history is a grant's acquired event and, when it is no longer held, how
-// it ended.
-func history(l tokens.Lease) []LeaseEvent {
-	evs := []LeaseEvent{event(EventAcquired, l)}
-	if !l.Held {
-		evs = append(evs, ended(l)...)
+// appendEvent appends ev as one server-sent event.
+func appendEvent(buf []byte, ev LeaseEvent) []byte {
+	if ev.wire != nil {
+		return append(buf, ev.wire...)
 	}
-	return evs
-}
-
-// ended is how a grant no longer held ended: released, or expired and, with
-// a lock-delay, lock_delay.
-func ended(l tokens.Lease) []LeaseEvent {
-	if l.Released {
-		return []LeaseEvent{event(EventReleased, l)}
-	}
-	evs := []LeaseEvent{event(EventExpired, l)}
-	if l.LockDelay > 0 {
-		until := l.ExpiresAt.Add(l.LockDelay).UTC()
-		ld := event(EventLockDelay, l)
-		ld.LockDelayUntil = &until
-		evs = append(evs, ld)
-	}
-	return evs
-}
-
-// stateEvent is the event that says what state l is in.
-func stateEvent(l tokens.Lease) LeaseEvent {
-	switch {
-	case l.Held:
-		return event(EventAcquired, l)
-	case l.Released:
-		return event(EventReleased, l)
-	}
-	return event(EventExpired, l)
-}
-
-func event(kind string, l tokens.Lease) LeaseEvent {
-	return LeaseEvent{Event: kind, Name: l.Name, Holder: l.Holder, Epoch: l.Epoch, ExpiresAt: l.ExpiresAt.UTC(),
-		At: time.Now().UTC(), version: l.Version}
-}
-
-// writeEvent writes ev as one server-sent event.
-func writeEvent(w http.ResponseWriter, ev LeaseEvent) {
 	data, _ := json.Marshal(ev)
-	fmt.Fprintf(w, "id: %s\nevent: %s\ndata: %s\n\n", ev.id(), ev.Event, data)
+	return fmt.Appendf(buf, "id: %s\nevent: %s\ndata: %s\n\n", ev.id, ev.Event, data)
 }

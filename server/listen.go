@@ -88,6 +88,9 @@ func (s *Server) Serve(ctx context.Context, ls Listeners, ready func(proxy, cont
 	perr := proxy.Shutdown(drainCtx)
 	aerr := api.Shutdown(drainCtx)
 	if err := errors.Join(perr, aerr); err != nil {
+		// Whatever is left is cut now, so the store can be closed.
+		proxy.Close()
+		api.Close()
 		return fmt.Errorf("drain: %w", err)
 	}
 	return nil

@@ -44,6 +44,7 @@ type Store interface {
 	LeaseStore
 	IdempotencyStore
 	LeaseNotifier
+	LeaseWatcher
 	AuditStore
 }
 

@@ -75,3 +75,41 @@ func poke(ch chan struct{}) {
 	default:
 	}
 }
+
+// LeaseChange is one recorded change of a lease: a grant, a renewal or a
+// release, made through any client of the store. Changes are never merged:
+// two renewals a millisecond apart are two changes.
+type LeaseChange struct {
+	// Seq identifies the change: a store revision or sequence that rises
+	// with every change of the lease, in the order the store made them.
+	Seq int64
+	// Lease is the lease as the change left it: Held after a grant or a
+	// renewal (ExpiresAt the deadline it set, on the store's clock or an
+	// estimate of it), Released after a release of a live grant. A change
+	// that ended nothing live (a retried release) has neither.
+	Lease Lease
+	// Gap reports that the store no longer keeps every change between the
+	// Seq the watch asked to follow and this one, which is the latest: what
+	// came between is lost.
+	Gap bool
+}
+
+// FromLatest, as LeaseWatcher.WatchLease's after, starts a watch with the
+// latest change.
+const FromLatest int64 = -1
+
+// LeaseWatcher streams every change of a lease, in order, whichever
+// client of the store made it.
+type LeaseWatcher interface {
+	// WatchLease sends on the returned channel every change of lease name
+	// with Seq above after, in order, then every later change as the store
+	// records it, until ctx ends or the store can no longer follow it (a
+	// broken connection); then it closes the channel, and the caller
+	// watches again from the last Seq it received. With after FromLatest
+	// it starts with the latest change (the lease's state now), if there
+	// is one; with 0, with the first change the store keeps. When changes
+	// after after are no longer kept, it starts with the latest one, Gap
+	// set. Lapses are not changes: a watcher learns them
+	// from the ExpiresAt it received and a read of the lease.
+	WatchLease(ctx context.Context, name string, after int64) (<-chan LeaseChange, error)
+}

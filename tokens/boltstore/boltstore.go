@@ -48,6 +48,10 @@ type Store struct {
 	deadlines map[string]time.Time // monotonic deadline of each lease touched since Open
 	// notes tells lease watchers of changes.
 	notes tokens.Notifications
+	// changes keeps each lease's recent changes for WatchLease; staged is
+	// the change of the transaction under way (both under leaseMu).
+	changes map[string]*changeLog
+	staged  *stagedChange
 }
 
 var _ tokens.Store = (*Store)(nil)

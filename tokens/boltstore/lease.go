@@ -30,6 +30,9 @@ type leaseRecord struct {
 	Released bool `json:"released,omitempty"`
 	// Version counts the writes of the record: grants, renewals, releases.
 	Version int64 `json:"version,omitempty"`
+	// Seq numbers the change that wrote the record among every change of
+	// every lease (the lease bucket's sequence); see WatchLease.
+	Seq int64 `json:"seq,omitempty"`
 }
 
 func (r leaseRecord) ttl() time.Duration { return time.Duration(r.TTLMillis) * time.Millisecond }
@@ -86,7 +89,7 @@ func (s *Store) Acquire(ctx context.Context, name, holder string, t tokens.Terms
 		ttl := time.Duration(t.TTL.Milliseconds()) * time.Millisecond
 		rec = leaseRecord{Holder: holder, Epoch: epoch, TTLMillis: ttl.Milliseconds(), ExpiresUnix: s.wall().Add(ttl).UnixNano(),
 			Owner: by.Name, LockDelayMillis: t.LockDelay.Milliseconds(), Version: rec.Version + 1}
-		if err := putLease(tx, name, rec); err != nil {
+		if err := s.putLease(tx, name, rec); err != nil {
 			return err
 		}
 		if err := put(tx, bucket, name, epoch); err != nil {
@@ -99,6 +102,7 @@ func (s *Store) Acquire(ctx context.Context, name, holder string, t tokens.Terms
 		g.Lease = s.leaseState(name, rec, now)
 		return nil
 	})
+	s.commitChange(err != nil)
 	if err != nil {
 		if tokens.IsVerdict(err) {
 			return tokens.Grant{}, err
@@ -106,7 +110,6 @@ func (s *Store) Acquire(ctx context.Context, name, holder string, t tokens.Terms
 		delete(s.deadlines, name) // the commit failed: forget what it set
 		return tokens.Grant{}, &tokens.UnavailableError{Op: "acquire", Resource: name, Err: err}
 	}
-	s.notes.Notify(name)
 	return g, nil
 }
 
@@ -119,7 +122,7 @@ func (s *Store) Renew(ctx context.Context, name, holder string, epoch int64, by 
 		}
 		rec.ExpiresUnix = s.wall().Add(rec.ttl()).UnixNano()
 		rec.Version++
-		if err := putLease(tx, name, rec); err != nil {
+		if err := s.putLease(tx, name, rec); err != nil {
 			return err
 		}
 		s.deadlines[name] = now.Add(rec.ttl())
@@ -138,7 +141,7 @@ func (s *Store) Release(ctx context.Context, name, holder string, epoch int64, b
 		rec.ExpiresUnix = s.wall().UnixNano()
 		rec.Released = true
 		rec.Version++
-		if err := putLease(tx, name, rec); err != nil {
+		if err := s.putLease(tx, name, rec); err != nil {
 			return err
 		}
 		s.deadlines[name] = now
@@ -177,6 +180,7 @@ func (s *Store) updateHeld(ctx context.Context, op, name, holder string, epoch i
 		}
 		return change(tx, rec, cur, now)
 	})
+	s.commitChange(err != nil)
 	if tokens.IsVerdict(err) {
 		return err
 	}
@@ -184,7 +188,6 @@ func (s *Store) updateHeld(ctx context.Context, op, name, holder string, epoch i
 		delete(s.deadlines, name)
 		return &tokens.UnavailableError{Op: op, Resource: name, Err: err}
 	}
-	s.notes.Notify(name)
 	return nil
 }
 

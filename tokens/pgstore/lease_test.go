@@ -273,8 +273,8 @@ func TestMigrateFromV1(t *testing.T) {
 	sql(t, dsn, "INSERT INTO fencegw_hwm (resource, epoch) VALUES ('old', 40), ('leased', 7)")
 
 	s := open(t, dsn)
-	if got := queryInt(t, dsn, "SELECT max(version) FROM fencegw_schema_version"); got != 8 {
-		t.Fatalf("schema version = %d, want 8", got)
+	if got := queryInt(t, dsn, "SELECT max(version) FROM fencegw_schema_version"); got != 9 {
+		t.Fatalf("schema version = %d, want 9", got)
 	}
 	mustCurrent(t, s, "old", 40)
 	mustAdvance(t, s, "old", 1000)
@@ -288,8 +288,8 @@ func TestMigrateFromV1(t *testing.T) {
 		t.Fatalf("Advance(leased, 9) = %v, want *EpochNotIssuedError issued 8", err)
 	}
 	open(t, dsn) // already at the latest version: no DDL
-	if got := queryInt(t, dsn, "SELECT count(*) FROM fencegw_schema_version"); got != 8 {
-		t.Fatalf("schema version rows = %d, want 8", got)
+	if got := queryInt(t, dsn, "SELECT count(*) FROM fencegw_schema_version"); got != 9 {
+		t.Fatalf("schema version rows = %d, want 9", got)
 	}
 }
 
@@ -310,11 +310,16 @@ func TestMigrateFromV3(t *testing.T) {
 	sql(t, dsn, "ALTER TABLE fencegw_lease DROP COLUMN owner, DROP COLUMN lock_delay_ms, DROP COLUMN released, DROP COLUMN version")
 	sql(t, dsn, "DROP TABLE fencegw_idempotency")
 	sql(t, dsn, "DROP TABLE fencegw_audit")
+	sql(t, dsn, "DROP TABLE fencegw_lease_event")
 	sql(t, dsn, "DELETE FROM fencegw_schema_version WHERE version >= 4")
 
 	s := open(t, dsn)
-	if got := queryInt(t, dsn, "SELECT max(version) FROM fencegw_schema_version"); got != 8 {
-		t.Fatalf("schema version = %d, want 8", got)
+	if got := queryInt(t, dsn, "SELECT max(version) FROM fencegw_schema_version"); got != 9 {
+		t.Fatalf("schema version = %d, want 9", got)
+	}
+	// Version 9 starts the lease event log with every existing lease.
+	if got := queryInt(t, dsn, "SELECT count(*) FROM fencegw_lease_event WHERE name = 'lease'"); got != 1 {
+		t.Fatalf("lease events after the migration = %d, want 1", got)
 	}
 	c := ctx(t, 30*time.Second)
 	l, err := s.Renew(c, "lease", "node-a", g.Epoch, tokens.Caller{Name: "key-two"})

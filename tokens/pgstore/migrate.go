@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -119,6 +120,50 @@ CREATE TRIGGER fencegw_lease_notify AFTER INSERT OR UPDATE ON ` + o.ident(leaseT
 	PRIMARY KEY (stream, id)
 );
 CREATE INDEX ON ` + t + ` (stream, resource, id)`
+	},
+	func(o *options) string {
+		// Lease watches, unfolded: every change of a lease row (its
+		// version rose) is also a row of the event log, written by the
+		// trigger in the statement that made the change, numbered by a
+		// bigserial. Changes of one lease are numbered in the order they
+		// committed: each takes the lease row's lock, held until commit,
+		// before it takes its number. The log keeps about the last
+		// keptEvents changes of all leases; existing leases start it.
+		ev, lease, fn := o.ident(eventTable), o.ident(leaseTable), o.ident("fencegw_lease_notify")
+		return `CREATE TABLE ` + ev + ` (
+	id            bigserial PRIMARY KEY,
+	name          text COLLATE "C" NOT NULL,
+	holder        text COLLATE "C" NOT NULL,
+	epoch         bigint NOT NULL,
+	ttl_ms        bigint NOT NULL,
+	expires_at    timestamptz NOT NULL,
+	held          boolean NOT NULL,
+	owner         text COLLATE "C" NOT NULL,
+	lock_delay_ms bigint NOT NULL,
+	released      boolean NOT NULL,
+	version       bigint NOT NULL
+);
+CREATE INDEX ON ` + ev + ` (name, id);
+INSERT INTO ` + ev + ` (name, holder, epoch, ttl_ms, expires_at, held, owner, lock_delay_ms, released, version)
+	SELECT name, holder, epoch, ttl_ms, expires_at, expires_at > now(), owner, lock_delay_ms, released, version
+	FROM ` + lease + ` ORDER BY name;
+CREATE OR REPLACE FUNCTION ` + fn + `() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+	new_id bigint;
+BEGIN
+	IF NEW.version > 0 AND (TG_OP = 'INSERT' OR NEW.version <> OLD.version) THEN
+		INSERT INTO ` + ev + ` (name, holder, epoch, ttl_ms, expires_at, held, owner, lock_delay_ms, released, version)
+		VALUES (NEW.name, NEW.holder, NEW.epoch, NEW.ttl_ms, NEW.expires_at, NEW.expires_at > now(), NEW.owner,
+			NEW.lock_delay_ms, NEW.released, NEW.version)
+		RETURNING id INTO new_id;
+		IF new_id % 1024 = 0 THEN
+			DELETE FROM ` + ev + ` WHERE id <= new_id - ` + strconv.Itoa(keptEvents) + `;
+		END IF;
+	END IF;
+	PERFORM pg_notify('` + leaseChannel + `', NEW.name);
+	RETURN NULL;
+END
+$$`
 	},
 }
 

@@ -30,12 +30,15 @@ func WithSchema(schema string) Option {
 // JSON, the claim and state copied out of it, and expires_at. The audit
 // table (version 8) holds one row per audit entry: stream, id, the entry as
 // JSON, and its resource, kind, holder, replica, first_at and last_at.
+// The lease event table (version 9) holds one row per change of a lease
+// row, numbered by a bigserial id: the row as the change left it.
 const (
 	hwmTable     = "fencegw_hwm"
 	leaseTable   = "fencegw_lease"
 	keyTable     = "fencegw_key"
 	idemTable    = "fencegw_idempotency"
 	auditTable   = "fencegw_audit"
+	eventTable   = "fencegw_lease_event"
 	versionTable = "fencegw_schema_version"
 )
 

@@ -22,6 +22,7 @@ type Store struct {
 	q         queries
 	iq        idemQueries
 	aq        auditQueries
+	wq        watchQueries
 	listen    *listener
 	closeOnce sync.Once
 }
@@ -61,7 +62,8 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("pgstore: schema: %w", err)
 	}
-	return &Store{pool: pool, q: newQueries(&o), iq: newIdemQueries(o.ident(idemTable)), aq: newAuditQueries(o.ident(auditTable)), listen: &listener{pool: pool}}, nil
+	return &Store{pool: pool, q: newQueries(&o), iq: newIdemQueries(o.ident(idemTable)), aq: newAuditQueries(o.ident(auditTable)),
+		wq: newWatchQueries(o.ident(eventTable)), listen: &listener{pool: pool}}, nil
 }
 
 // DefaultConnectTimeout bounds opening a connection when the DSN sets no

@@ -4,12 +4,16 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/fencegw/fencegw/tokens"
 )
 
-// watchCases check LeaseNotifier and the Version and Released a lease
-// read shows.
+// watchCases check LeaseNotifier, LeaseWatcher (every change its own, in
+// order, resumable) and the Version and Released a lease read shows.
 var watchCases = []contractCase{
 	{"NotifiedOfChanges", testNotified},
+	{"WatchEveryChange", testWatchEveryChange},
+	{"WatchResumes", testWatchResumes},
 }
 
 // awaitNote waits for a notification on ch (bounded).
@@ -69,4 +73,134 @@ func testNotified(t *testing.T, f Factory) {
 		t.Fatalf("lease after the release = %+v, %v", l3, err)
 	}
 	cancel()
+}
+
+// nextChange returns the next change on ch (bounded).
+func nextChange(t *testing.T, ch <-chan tokens.LeaseChange, what string) tokens.LeaseChange {
+	t.Helper()
+	select {
+	case c, ok := <-ch:
+		if !ok {
+			t.Fatalf("the watch ended before %s", what)
+		}
+		return c
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no change for %s", what)
+	}
+	return tokens.LeaseChange{}
+}
+
+// expectChanges checks that ch brings, in order and with rising Seqs, a
+// grant of g, a renewal and a release, and returns their Seqs.
+func expectChanges(t *testing.T, ch <-chan tokens.LeaseChange, g tokens.Grant, from int) []int64 {
+	t.Helper()
+	steps := []struct {
+		what           string
+		held, released bool
+	}{{"the grant", true, false}, {"the renewal", true, false}, {"the release", false, true}}
+	var seqs []int64
+	last := int64(0)
+	for _, st := range steps[from:] {
+		c := nextChange(t, ch, st.what)
+		l := c.Lease
+		if l.Epoch != g.Epoch || l.Holder != "node-a" || l.Held != st.held || l.Released != st.released || c.Gap {
+			t.Fatalf("change for %s = %+v, want epoch %d held %v released %v", st.what, c, g.Epoch, st.held, st.released)
+		}
+		if c.Seq <= last {
+			t.Fatalf("change for %s has Seq %d, not above the one before (%d)", st.what, c.Seq, last)
+		}
+		last = c.Seq
+		seqs = append(seqs, c.Seq)
+	}
+	return seqs
+}
+
+// testWatchEveryChange: a grant, a renewal through another client within
+// milliseconds of it, and a release within milliseconds of that are three
+// changes, in order, with rising Seqs: none is folded into another.
+func testWatchEveryChange(t *testing.T, f Factory) {
+	watcher := f(t)
+	other := watcher
+	if !watcher.Exclusive() {
+		other = f(t)
+	}
+	c, cancel := context.WithCancel(ctx(t))
+	defer cancel()
+	ch, err := watcher.WatchLease(c, "every", tokens.FromLatest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // let the watch settle
+	g := mustAcquire(t, watcher, "every", "node-a", 15*time.Second)
+	if _, err := other.Renew(ctx(t), "every", "node-a", g.Epoch, anon); err != nil {
+		t.Fatal(err)
+	}
+	if err := watcher.Release(ctx(t), "every", "node-a", g.Epoch, anon); err != nil {
+		t.Fatal(err)
+	}
+	expectChanges(t, ch, g, 0)
+	cancel()
+}
+
+// testWatchResumes: a watch from the Seq of a change sends what came
+// after it, in order with the same Seqs, and nothing before; a watch from
+// 0 sends them all; a watch from the last Seq sends nothing; a watch from
+// tokens.FromLatest starts with the latest.
+func testWatchResumes(t *testing.T, f Factory) {
+	watcher := f(t)
+	other := watcher
+	if !watcher.Exclusive() {
+		other = f(t)
+	}
+	c, cancel := context.WithCancel(ctx(t))
+	defer cancel()
+	ch, err := watcher.WatchLease(c, "resumed", tokens.FromLatest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // let the watch settle
+	g := mustAcquire(t, other, "resumed", "node-a", 15*time.Second)
+	if _, err := other.Renew(ctx(t), "resumed", "node-a", g.Epoch, anon); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Release(ctx(t), "resumed", "node-a", g.Epoch, anon); err != nil {
+		t.Fatal(err)
+	}
+	seqs := expectChanges(t, ch, g, 0)
+	cancel()
+
+	c, cancel = context.WithCancel(ctx(t))
+	defer cancel()
+	resumed, err := watcher.WatchLease(c, "resumed", seqs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := expectChanges(t, resumed, g, 1); got[0] != seqs[1] || got[1] != seqs[2] {
+		t.Fatalf("resumed after %d: Seqs %v, want %v", seqs[0], got, seqs[1:])
+	}
+	all, err := watcher.WatchLease(c, "resumed", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := expectChanges(t, all, g, 0); got[0] != seqs[0] || got[2] != seqs[2] {
+		t.Fatalf("watched from 0: Seqs %v, want %v", got, seqs)
+	}
+	caughtUp, err := watcher.WatchLease(c, "resumed", seqs[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ch, ok := <-caughtUp:
+		if ok {
+			t.Fatalf("a watch from the last Seq sent %+v", ch)
+		}
+	case <-time.After(300 * time.Millisecond):
+	}
+	latest, err := watcher.WatchLease(c, "resumed", tokens.FromLatest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := nextChange(t, latest, "the latest change"); l.Seq != seqs[2] || !l.Lease.Released || l.Lease.Held {
+		t.Fatalf("a watch from 0 started with %+v, want the release at Seq %d", l, seqs[2])
+	}
 }
