@@ -57,8 +57,9 @@ func (c *Config) Validate() error {
 	if n := c.Idempotency.MaxAnswerBytes; n < 0 || n > 1<<20 {
 		bad("idempotency.max_answer_bytes", "must be from 0 to 1048576, got %d", n)
 	}
-	if d := c.LockDelay.D(); d < 0 || d > tokens.MaxLockDelay {
-		bad("lock_delay", "must be from 0 to %s, got %s", tokens.MaxLockDelay, d)
+	if d := c.LockDelay.D(); d < 0 || d > tokens.MaxLockDelay || d%tokens.LeaseResolution != 0 {
+		// Every store keeps lock-delays in whole milliseconds: refused, not rounded.
+		bad("lock_delay", "must be from 0s to %s in whole milliseconds, got %s", tokens.MaxLockDelay, d)
 	}
 	validateAudit(c.Audit, bad)
 	if err := CheckTraceURL(c.UI.TraceURL); err != nil {
