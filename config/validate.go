@@ -161,6 +161,15 @@ func (r *Route) validate(at string) []error {
 	default:
 		bad("idempotency", "must be off, optional or required, got %q", r.Idempotency)
 	}
+	switch r.RawOnLeased {
+	case "", RawOnLeasedRefuse:
+	case RawOnLeasedAllow:
+		if r.Tokens == "" || r.Tokens == TokensSigned {
+			bad("raw_on_leased", "allow needs tokens: raw or any (a signed route takes no raw epochs)")
+		}
+	default:
+		bad("raw_on_leased", "must be refuse or allow, got %q", r.RawOnLeased)
+	}
 	return errs
 }
 
