@@ -26,14 +26,10 @@ const (
 	TypeUnauthenticated  = "urn:fencegw:problem:unauthenticated-token"
 	TypeWrongResource    = "urn:fencegw:problem:wrong-resource"
 	TypeEpochNotIssued   = "urn:fencegw:problem:epoch-not-issued"
-	// TypeRawOnLeased (403): a raw epoch for a resource this gateway
-	// leases, on a route that does not allow it; the detail names a
-	// signed route to use when one serves the resource.
-	TypeRawOnLeased    = "urn:fencegw:problem:raw-on-leased"
-	TypeLeaseHeld      = "urn:fencegw:problem:lease-held"
-	TypeLeaseLost      = "urn:fencegw:problem:lease-lost"
-	TypeLeaseOwned     = "urn:fencegw:problem:lease-owned"
-	TypeEpochExhausted = "urn:fencegw:problem:epoch-exhausted"
+	TypeLeaseHeld        = "urn:fencegw:problem:lease-held"
+	TypeLeaseLost        = "urn:fencegw:problem:lease-lost"
+	TypeLeaseOwned       = "urn:fencegw:problem:lease-owned"
+	TypeEpochExhausted   = "urn:fencegw:problem:epoch-exhausted"
 	// TypeLockDelay (409): the lease's last grant lapsed without a release
 	// less than its lock-delay ago; Retry-After says when it ends.
 	TypeLockDelay = "urn:fencegw:problem:lock-delay"
