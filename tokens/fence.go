@@ -217,9 +217,7 @@ func (f *Fence) load(ctx context.Context, st *resourceState, resource string) er
 
 // keepLease caches the lease's life read in r. The caller holds st.mu.
 func (f *Fence) keepLease(st *resourceState, r markRead) {
-	if r.Lease.Leased() {
-		st.leased.Store(true)
-	}
+	learnLeased(st, r)
 	st.leaseEpoch.Store(r.Lease.Epoch)
 	st.released.Store(r.Lease.Released)
 	if r.Lease.Left > 0 {
@@ -271,6 +269,7 @@ func (f *Fence) admitShared(ctx context.Context, st *resourceState, resource str
 			return time.Time{}, err
 		}
 		raise(&st.hwm, r.HWM)
+		learnLeased(st, r)
 		return f.afterAdvance(resource, epoch, r)
 	}
 	r, err := f.confirm(ctx, resource)
@@ -278,6 +277,7 @@ func (f *Fence) admitShared(ctx context.Context, st *resourceState, resource str
 		return time.Time{}, err
 	}
 	raise(&st.hwm, r.HWM)
+	learnLeased(st, r)
 	switch {
 	case epoch < r.HWM:
 		return time.Time{}, &StaleEpochError{Resource: resource, Presented: epoch, Current: r.HWM}

@@ -33,7 +33,7 @@ func (p Presented) refusesLeased(claims Claims) bool { return claims.Raw() && !p
 //
 // Knowing a resource leased costs no store call: the state learns it from
 // every grant through this Fence, every load over an exclusive store and
-// every admission a shared store confirmed, and keeps it (a lease record is
+// every confirming read over a shared store (learnLeased), and keeps it (a lease record is
 // never removed), so once known the write is refused from memory before any
 // other check. A raw write that races the first grant of its resource is
 // safe in either order: decided before the grant, it was admitted at an
@@ -55,4 +55,12 @@ func leasedVerdict(st *resourceState, refuse bool, resource string, deliverBy bo
 		return &RawOnLeasedError{Resource: resource}
 	}
 	return err
+}
+
+// learnLeased notes in st that the resource is leased when the read r
+// says so; nothing unlearns it.
+func learnLeased(st *resourceState, r markRead) {
+	if r.Lease.Leased() {
+		st.leased.Store(true)
+	}
 }
