@@ -60,14 +60,15 @@ func Fencing(fence *tokens.Fence, routes *Routes, obs *Observer, log *slog.Logge
 // (when the request's span records).
 func decide(r *http.Request, rt *policy.Route, fence *tokens.Fence, obs *Observer) (Admission, error) {
 	ctx, span := obs.childSpan(r.Context(), "fencing.check")
-	a, err := fence.Decide(ctx, tokens.Presented{
-		Tokens:      r.Header.Values(TokenHeader),
-		Verifier:    rt.Verifier,
-		Bound:       rt.Resource != nil,
-		Resource:    func() (string, error) { return rt.ResolveResource(r) },
-		Source:      rt.EpochSource,
-		RawOnLeased: rt.RawOnLeased,
-	})
+	p := tokens.Presented{
+		Tokens:   r.Header.Values(TokenHeader),
+		Verifier: rt.Verifier,
+		Bound:    rt.Resource != nil,
+		Resource: func() (string, error) { return rt.ResolveResource(r) },
+		Source:   rt.EpochSource,
+	}
+	p.RawOnLeased = rt.RawOnLeased
+	a, err := fence.Decide(ctx, p)
 	if span.IsRecording() {
 		span.SetAttributes(AttrResource.String(a.Resource), AttrEpochPresented.Int64(a.Epoch),
 			AttrDecision.String(string(tokens.DecisionOf(err))))
