@@ -194,7 +194,17 @@ type Route struct {
 	// Idempotency is off, optional (the default) or required: what the
 	// route does with an Idempotency-Key header on a fenced write.
 	Idempotency string `yaml:"idempotency"`
+	// RawOnLeased is refuse (the default) or allow: whether a raw epoch on
+	// this route may write to a resource this gateway leases. allow trusts
+	// every client of the route to act as the lease's holder.
+	RawOnLeased string `yaml:"raw_on_leased"`
 }
+
+// The route raw_on_leased modes (routes[].raw_on_leased).
+const (
+	RawOnLeasedRefuse = "refuse"
+	RawOnLeasedAllow  = "allow"
+)
 
 // The route idempotency modes (routes[].idempotency).
 const (

@@ -60,8 +60,9 @@ func (c *Config) Validate() error {
 	if n := c.Idempotency.MaxAnswerBytes; n < 0 || n > 1<<20 {
 		bad("idempotency.max_answer_bytes", "must be from 0 to 1048576, got %d", n)
 	}
-	if d := c.LockDelay.D(); d < 0 || d > tokens.MaxLockDelay {
-		bad("lock_delay", "must be from 0 to %s, got %s", tokens.MaxLockDelay, d)
+	if d := c.LockDelay.D(); d < 0 || d > tokens.MaxLockDelay || d%tokens.LeaseResolution != 0 {
+		// Every store keeps lock-delays in whole milliseconds: refused, not rounded.
+		bad("lock_delay", "must be from 0s to %s in whole milliseconds, got %s", tokens.MaxLockDelay, d)
 	}
 	validateAudit(c.Audit, bad)
 	validateConnBudget(c, bad)
@@ -164,6 +165,15 @@ func (r *Route) validate(at string) []error {
 	case "", IdempotencyOff, IdempotencyOptional, IdempotencyRequired:
 	default:
 		bad("idempotency", "must be off, optional or required, got %q", r.Idempotency)
+	}
+	switch r.RawOnLeased {
+	case "", RawOnLeasedRefuse:
+	case RawOnLeasedAllow:
+		if r.Tokens == "" || r.Tokens == TokensSigned {
+			bad("raw_on_leased", "allow needs tokens: raw or any (a signed route takes no raw epochs)")
+		}
+	default:
+		bad("raw_on_leased", "must be refuse or allow, got %q", r.RawOnLeased)
 	}
 	return errs
 }

@@ -9,7 +9,8 @@ import (
 // The fence, as porcupine sees it: one max register per resource. A write
 // with epoch e is admitted iff e is not below the register, and then sets
 // it to e; a stale write leaves it alone and names a value the register had
-// reached; a read returns it. A write whose outcome is unknown may or may
+// reached (or names none: a raw epoch's refusal tells no epoch, and then
+// only e below the register is checked); a read returns it. A write whose outcome is unknown may or may
 // not have taken effect.
 
 // FenceInput is an operation on the register of Resource.
@@ -24,7 +25,8 @@ type FenceOutput struct {
 	// Outcome is OutcomeAdmitted, OutcomeStale, OutcomeSuperseded,
 	// OutcomeUnavailable or OutcomeUnknown for writes, "value" for reads.
 	Outcome Outcome
-	// Current is the current epoch a 412 named, or the value read.
+	// Current is the current epoch a 412 named (0 when it named none, as
+	// on raw routes), or the value read.
 	Current int64
 }
 
@@ -62,7 +64,7 @@ var FenceModel = porcupine.NondeterministicModel{
 			}
 		case OutcomeStale:
 			// The named current epoch beat the write and was reached.
-			if in.Epoch < hwm && out.Current > in.Epoch && out.Current <= hwm {
+			if in.Epoch < hwm && (out.Current == 0 || out.Current > in.Epoch && out.Current <= hwm) {
 				return []any{hwm}
 			}
 		case OutcomeUnknown, OutcomeUnavailable, OutcomeSuperseded:

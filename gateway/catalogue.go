@@ -95,6 +95,7 @@ var (
 	KindUnauthenticated   = ProblemKind{TypeUnauthenticated, "Fencing token not authentic", http.StatusUnauthorized, tokens.DecisionForged, 0}
 	KindWrongResource     = ProblemKind{TypeWrongResource, "Token issued for another resource", http.StatusForbidden, tokens.DecisionForbidden, 0}
 	KindEpochNotIssued    = ProblemKind{TypeEpochNotIssued, "Epoch was never issued", http.StatusForbidden, tokens.DecisionForbidden, 0}
+	KindRawOnLeased       = ProblemKind{TypeRawOnLeased, "Signed token required for a leased resource", http.StatusForbidden, tokens.DecisionForbidden, 0}
 	KindBadResource       = ProblemKind{TypeBadResource, "Resource cannot be determined", http.StatusBadRequest, tokens.DecisionInvalid, 0}
 	KindStoreUnavailable  = ProblemKind{TypeStoreUnavailable, "Fencing store unavailable", http.StatusServiceUnavailable, tokens.DecisionUnavailable, 1}
 
@@ -131,7 +132,7 @@ func ProblemKinds() []ProblemKind {
 		KindEpochNotIssued, KindBadResource, KindStoreUnavailable, KindBadPath, KindBadMethod, KindNoRoute, KindBodyTooLarge,
 		KindBadFraming, KindHeadTooLarge, KindCodingUnknown, KindUpstream, KindUpstreamSlow, KindLeaseHeld, KindLeaseLost,
 		KindLeaseOwned, KindEpochExhausted, KindLockDelay, KindNotFound, KindNotAllowed, KindBadRequest, KindUnauthorized, KindForbidden,
-		KindInternal, KindDraining, KindTooManyWatchers}
+		KindInternal, KindDraining, KindTooManyWatchers, KindRawOnLeased}
 }
 
 // answer is an error the gateway answers with a kind of its own choosing
@@ -185,6 +186,11 @@ func problemOf(err error) Problem {
 	if notIssued, ok := errors.AsType[*tokens.EpochNotIssuedError](err); ok {
 		p := KindEpochNotIssued.problem(notIssued.Error())
 		p.Resource, p.PresentedEpoch, p.CurrentEpoch = notIssued.Resource, epochPtr(notIssued.Presented), epochPtr(notIssued.Issued)
+		return p
+	}
+	if leased, ok := errors.AsType[*tokens.RawOnLeasedError](err); ok {
+		p := KindRawOnLeased.problem(leased.Error())
+		p.Resource = leased.Resource
 		return p
 	}
 	switch {

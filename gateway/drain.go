@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/fencegw/fencegw/policy"
 	"github.com/fencegw/fencegw/tokens"
 )
 
@@ -190,6 +191,9 @@ func writeDrainError(w http.ResponseWriter, r *http.Request, a Admission, err er
 	p.Resource, p.PresentedEpoch = a.Resource, epochPtr(a.Epoch)
 	if p.Decision() != "" { // a refusal, not an upstream too slow
 		obs.audit(r, a, &p)
+	}
+	if rt, ok := RouteFrom(r.Context()); ok && a.Holder == "" && rt.Tokens != policy.TokensSigned {
+		p = rawAnswer(p, err, r, nil) // a raw epoch's caller learns no epoch
 	}
 	writeProblem(w, r, p)
 }

@@ -14,8 +14,11 @@ import (
 // request reaches next with its Admission in the context; a refused one
 // never does. Every decision is recorded on the request's span and
 // counted and kept in the audit; refusals are logged, identical ones in
-// a storm as one line with their count (see refusalLog).
-func Fencing(fence *tokens.Fence, obs *Observer, log *slog.Logger) func(http.Handler) http.Handler {
+// a storm as one line with their count (see refusalLog). The answer to a
+// raw epoch on a route that takes raw epochs tells no epoch (see
+// rawAnswer); a raw epoch for a resource the gateway leases is refused
+// naming a signed route of routes to use.
+func Fencing(fence *tokens.Fence, routes *Routes, obs *Observer, log *slog.Logger) func(http.Handler) http.Handler {
 	refusals := newRefusalLog(log, RefusalLogInterval)
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -45,6 +48,9 @@ func Fencing(fence *tokens.Fence, obs *Observer, log *slog.Logger) func(http.Han
 			obs.recordDecision(r, rt, a, &p)
 			obs.audit(r, a, &p)
 			refusals.refused(r, a, &p)
+			if a.Holder == "" && rt.Tokens != policy.TokensSigned {
+				p = rawAnswer(p, err, r, routes)
+			}
 			writeProblem(w, r, p)
 		})
 	}
@@ -54,13 +60,15 @@ func Fencing(fence *tokens.Fence, obs *Observer, log *slog.Logger) func(http.Han
 // (when the request's span records).
 func decide(r *http.Request, rt *policy.Route, fence *tokens.Fence, obs *Observer) (Admission, error) {
 	ctx, span := obs.childSpan(r.Context(), "fencing.check")
-	a, err := fence.Decide(ctx, tokens.Presented{
+	p := tokens.Presented{
 		Tokens:   r.Header.Values(TokenHeader),
 		Verifier: rt.Verifier,
 		Bound:    rt.Resource != nil,
 		Resource: func() (string, error) { return rt.ResolveResource(r) },
 		Source:   rt.EpochSource,
-	})
+	}
+	p.RawOnLeased = rt.RawOnLeased
+	a, err := fence.Decide(ctx, p)
 	if span.IsRecording() {
 		span.SetAttributes(AttrResource.String(a.Resource), AttrEpochPresented.Int64(a.Epoch),
 			AttrDecision.String(string(tokens.DecisionOf(err))))

@@ -60,7 +60,7 @@ func New(o Options) http.Handler {
 	if o.UpstreamTimeout > 0 {
 		h = Deadline(o.UpstreamTimeout)(h)
 	}
-	h = Fencing(o.Fence, o.Observer, o.Logger)(h)
+	h = Fencing(o.Fence, o.Routes, o.Observer, o.Logger)(h)
 	if o.MaxBodyBytes > 0 {
 		h = LimitBody(o.MaxBodyBytes)(h)
 	}

@@ -197,6 +197,7 @@ type routeSpec struct {
 	strip            bool
 	tokens           policy.TokenMode // raw when empty
 	idempotency      string           // optional when empty
+	rawOnLeased      bool             // raw_on_leased: allow
 }
 
 // testAuthority signs and verifies tokens with a fresh Ed25519 key.
@@ -302,6 +303,9 @@ func newGatewayWith(t *testing.T, store tokens.Store, up *upstream, o gatewayOpt
 	for _, s := range specs {
 		r := config.Route{Prefix: s.prefix, Upstream: up.srv.URL, Tokens: string(s.tokens), StripPrefix: s.strip,
 			Methods: s.methods, Resource: s.resource, Idempotency: s.idempotency}
+		if s.rawOnLeased {
+			r.RawOnLeased = config.RawOnLeasedAllow
+		}
 		if r.Tokens == "" {
 			r.Tokens = config.TokensRaw
 		}

@@ -16,7 +16,7 @@ import (
 
 var idemRoutes = []routeSpec{
 	{prefix: "/bound/", tokens: policy.TokensSigned, resource: "invoice-sweeper"},
-	{prefix: "/raw/", resource: "invoice-sweeper"},
+	{prefix: "/raw/", resource: "invoice-sweeper", rawOnLeased: true}, // trusts its clients
 	{prefix: "/strict/", resource: "strict", idempotency: "required"},
 	{prefix: "/plain/", resource: "plain", idempotency: "off"},
 }

@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"net/http"
 	"strconv"
 	"time"
@@ -45,9 +43,27 @@ type LeaseState struct {
 
 type acquireRequest struct {
 	Holder     *string  `json:"holder"`
-	TTLSeconds *float64 `json:"ttl_seconds"`
+	TTLSeconds *seconds `json:"ttl_seconds"`
 	// LockDelaySeconds overrides the configured lock_delay for this grant.
-	LockDelaySeconds *float64 `json:"lock_delay_seconds"`
+	LockDelaySeconds *seconds `json:"lock_delay_seconds"`
+}
+
+// acquireTerms returns the terms req asks for, or the detail of a 400
+// naming the parameter out of its range: ttl_seconds from 1 to 86400,
+// lock_delay_seconds from 0 to 3600 (the configured lock_delay when
+// absent), both in whole milliseconds.
+func (c *control) acquireTerms(req acquireRequest) (tokens.Terms, string) {
+	ttl, detail := req.TTLSeconds.duration("ttl_seconds", tokens.MinLeaseTTL, tokens.MaxLeaseTTL)
+	if detail != "" {
+		return tokens.Terms{}, detail
+	}
+	terms := tokens.Terms{TTL: ttl, LockDelay: c.LockDelay}
+	if req.LockDelaySeconds != nil {
+		if terms.LockDelay, detail = req.LockDelaySeconds.duration("lock_delay_seconds", 0, tokens.MaxLockDelay); detail != "" {
+			return tokens.Terms{}, detail
+		}
+	}
+	return terms, ""
 }
 
 type holderRequest struct {
@@ -79,18 +95,10 @@ func (c *control) acquire(w http.ResponseWriter, r *http.Request) {
 		badRequest(w, r, "the body needs \"holder\" and \"ttl_seconds\"")
 		return
 	}
-	ttlf := *req.TTLSeconds
-	if ttlf <= 0 || math.IsNaN(ttlf) || ttlf > tokens.MaxLeaseTTL.Seconds() {
-		badRequest(w, r, fmt.Sprintf("ttl_seconds must be above 0 and at most %d", int(tokens.MaxLeaseTTL.Seconds())))
+	terms, detail := c.acquireTerms(req)
+	if detail != "" {
+		badRequest(w, r, detail)
 		return
-	}
-	terms := tokens.Terms{TTL: time.Duration(ttlf * float64(time.Second)), LockDelay: c.LockDelay}
-	if d := req.LockDelaySeconds; d != nil {
-		if *d < 0 || math.IsNaN(*d) || *d > tokens.MaxLockDelay.Seconds() {
-			badRequest(w, r, fmt.Sprintf("lock_delay_seconds must be from 0 to %d", int(tokens.MaxLockDelay.Seconds())))
-			return
-		}
-		terms.LockDelay = time.Duration(*d * float64(time.Second))
 	}
 	by, ok := c.caller(w, r)
 	if !ok {

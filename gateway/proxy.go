@@ -45,8 +45,9 @@ func (t routeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // NewProxy returns the reverse proxy behind the fencing middleware. It sends
 // each request to its route's upstream, streaming bodies both ways, strips
-// the client's fencing headers and request trailers, and tells the
-// upstream the admitted epoch and resource.
+// the client's fencing headers, the routing headers the fence did not check
+// (tokens.StrippedHeaders) and request trailers, and tells the upstream the
+// admitted epoch and resource.
 func NewProxy(transport http.RoundTripper, log *slog.Logger, obs *Observer) *httputil.ReverseProxy {
 	return &httputil.ReverseProxy{
 		Rewrite:      rewrite,
@@ -74,7 +75,7 @@ func rewrite(pr *httputil.ProxyRequest) {
 	pr.Out.Trailer = nil
 	h := pr.Out.Header
 	for name := range h {
-		if isFencingHeader(name) {
+		if isFencingHeader(name) || isUnfencedHeader(name) {
 			delete(h, name)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -238,9 +239,10 @@ func TestReservedHeadersAreTheOnesTheProxyChanges(t *testing.T) {
 		{"Traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}, {"Tracestate", "vendor=opaque ,  other=x"},
 		{"Baggage", "tenant = 7"},
 		{"Fencing-Token", "5"}, {"Fencing-Epoch", "999"}, {"Fencing-Resource", "other"}, {"Fencing_Epoch", "998"},
+		{"X-Real-Ip", "192.0.2.9"}, {"X-Forwarded-Port", "1"}, {"X-Original-Url", "/admin"}, {"X_Forwarded_Host", "evil"},
 		// Headers no one along the way touches: they must arrive as sent.
 		{"X-Tenant", "7"}, {"X_Tenant", "8"}, {"User-Agent", "probe/1"}, {"Accept-Encoding", "br"},
-		{"Cookie", "a=1; b=2"}, {"Via", "1.1 elsewhere"}, {"X-Real-Ip", "192.0.2.9"}, {"X-Forwarded-Port", "1"},
+		{"Cookie", "a=1; b=2"}, {"Via", "1.1 elsewhere"},
 		{"Authorization", "Bearer x"}, {"Accept", "*/*"}, {"Content-Type", "text/plain"},
 	}
 	var b strings.Builder
@@ -283,5 +285,56 @@ func TestReservedHeadersAreTheOnesTheProxyChanges(t *testing.T) {
 	}
 	if changed < 15 {
 		t.Fatalf("only %d headers changed on the way: the probe no longer exercises the proxy", changed)
+	}
+}
+
+// TestUnfencedRoutingHeadersAreStripped: headers through which an upstream
+// (or a server in front of it) may pick another path, client address,
+// port or prefix than the fence saw never reach the upstream as the client
+// sent them, in any spelling; X-Forwarded-Host carries the client's Host.
+func TestUnfencedRoutingHeadersAreStripped(t *testing.T) {
+	up := newUpstream(t)
+	g := newGateway(t, boltFresh(t)(t), up, nil)
+	sent := map[string]string{
+		"X-Original-URL": "/admin/delete", "X-Rewrite-URL": "/admin/delete", "X-Real-IP": "127.0.0.1",
+		"X-Forwarded-Port": "8443", "X-Forwarded-Prefix": "/admin",
+		"X_Original_URL": "/admin/x", "x_real_ip": "10.0.0.1", "X_Forwarded_Prefix": "/admin",
+		"X_Forwarded_For": "10.0.0.2", "X_Forwarded_Host": "evil.example", "X_Forwarded_Proto": "https",
+	}
+	for _, method := range []string{"GET", "POST"} {
+		h := map[string]string{gateway.TokenHeader: "3"}
+		for k, v := range sent {
+			h[k] = v
+		}
+		req, err := http.NewRequest(method, g.proxy.URL+"/email/x", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range h {
+			req.Header[k] = []string{v} // as spelled, not canonicalized
+		}
+		req.Host = "client.example"
+		if a := send(t, req); a.status != http.StatusCreated {
+			t.Fatalf("%s = %d %s", method, a.status, a.body)
+		}
+	}
+	got := up.requests()
+	if len(got) != 2 {
+		t.Fatalf("upstream got %d requests", len(got))
+	}
+	stripped := []string{"x-original-url", "x-rewrite-url", "x-real-ip", "x-forwarded-port", "x-forwarded-prefix"}
+	for i, r := range got {
+		for name, v := range r.Header {
+			key := tokens.HeaderKey(name)
+			if slices.Contains(stripped, key) {
+				t.Errorf("request %d reached the upstream with %s: %v", i, name, v)
+			}
+			if strings.HasPrefix(key, "x-forwarded-") && strings.Contains(name, "_") {
+				t.Errorf("request %d reached the upstream with %s: %v, beside the gateway's own", i, name, v)
+			}
+		}
+		if h := r.Header.Get("X-Forwarded-Host"); h != "client.example" {
+			t.Errorf("request %d: X-Forwarded-Host = %q, want the client's Host", i, h)
+		}
 	}
 }

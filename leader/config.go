@@ -181,8 +181,9 @@ func (c Config) Validate() error {
 			return bad(d.field, "must be positive, got %s", d.v)
 		}
 	}
-	if c.LeaseDuration < minLeaseDuration || c.LeaseDuration > maxLeaseDuration {
-		return bad("LeaseDuration", "must be from %s to %s, got %s", minLeaseDuration, maxLeaseDuration, c.LeaseDuration)
+	if c.LeaseDuration < minLeaseDuration || c.LeaseDuration > maxLeaseDuration || c.LeaseDuration%time.Millisecond != 0 {
+		// The token authority takes whole milliseconds and rounds nothing.
+		return bad("LeaseDuration", "must be from %s to %s in whole milliseconds, got %s", minLeaseDuration, maxLeaseDuration, c.LeaseDuration)
 	}
 	if c.RenewDeadline >= c.LeaseDuration {
 		return bad("RenewDeadline", "must be below LeaseDuration (%s), got %s", c.LeaseDuration, c.RenewDeadline)

@@ -79,6 +79,7 @@ func TestValidate(t *testing.T) {
 			c.LeaseDuration, c.RenewDeadline, c.RetryPeriod = 900*time.Millisecond, 600*time.Millisecond, 100*time.Millisecond
 		}, "LeaseDuration"},
 		{"lease over a day", func(c *leader.Config) { c.LeaseDuration = 25 * time.Hour }, "LeaseDuration"},
+		{"lease finer than a millisecond", func(c *leader.Config) { c.LeaseDuration = 15*time.Second + time.Microsecond }, "LeaseDuration"},
 		{"negative renew deadline", func(c *leader.Config) { c.RenewDeadline = -1 }, "RenewDeadline"},
 		{"negative retry", func(c *leader.Config) { c.RetryPeriod = -1 }, "RetryPeriod"},
 		{"negative interval", func(c *leader.Config) { c.RenewInterval = -1 }, "RenewInterval"},

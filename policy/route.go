@@ -67,6 +67,9 @@ type Route struct {
 	Transport http.RoundTripper
 	// Idempotency says what a fenced write's Idempotency-Key does.
 	Idempotency IdempotencyMode
+	// RawOnLeased lets raw epochs write to resources the gateway leases,
+	// trusting every client of the route (raw_on_leased: allow).
+	RawOnLeased bool
 }
 
 // IdempotencyMode says what a route does with the Idempotency-Key header
@@ -199,6 +202,30 @@ func NewTable(routes []*Route) (*Table, error) {
 
 // Routes returns the routes in matching order.
 func (t *Table) Routes() []*Route { return t.routes }
+
+// SignedRouteFor returns a route that takes the signed tokens of resource's
+// lease for requests to req's host: one that accepts signed tokens and
+// names no resource (any lease's token) or exactly resource; nil when none
+// does. Routes that name their resource come first.
+func (t *Table) SignedRouteFor(resource string, req *http.Request) *Route {
+	host := requestHost(req)
+	var unbound *Route
+	for _, r := range t.routes {
+		if r.Tokens == TokensRaw || r.Host != "" && !strings.EqualFold(r.Host, host) {
+			continue
+		}
+		if r.Resource == nil {
+			if unbound == nil {
+				unbound = r
+			}
+			continue
+		}
+		if s, ok := r.Resource.Static(); ok && s == resource {
+			return r
+		}
+	}
+	return unbound
+}
 
 // Match returns the route for req, or nil if none serves it.
 func (t *Table) Match(req *http.Request) *Route {

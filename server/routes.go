@@ -40,6 +40,7 @@ func policyRoutes(c config.Config, d routeDeps) ([]*policy.Route, error) {
 			Tokens:      policy.TokenMode(r.Tokens),
 			Methods:     r.Methods,
 			Idempotency: policy.IdempotencyMode(r.Idempotency),
+			RawOnLeased: r.RawOnLeased == config.RawOnLeasedAllow,
 		}
 		if pr.Tokens == "" {
 			pr.Tokens = policy.TokensSigned

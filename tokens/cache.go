@@ -169,6 +169,7 @@ func (sh *cacheShard) insert(h uint64, resource string) *resourceState {
 	st.leaseEpoch.Store(0)
 	st.leaseUntil.Store(0)
 	st.released.Store(false)
+	st.leased.Store(false)
 	st.used.Store(false)
 	st.held = true
 	st.hash = h
@@ -257,6 +258,7 @@ type resourceState struct {
 	leaseEpoch atomic.Int64 // its current grant's epoch; 0: never leased
 	leaseUntil atomic.Int64 // Fence.since() until which that grant is known live; 0: lapsed or released
 	released   atomic.Bool  // it ended by release
+	leased     atomic.Bool  // a lease of the name was ever granted, as this Fence learned (see leasedVerdict)
 
 	inUse atomic.Int32 // takers that have not put it back; changed under the shard's lock when taken
 	used  atomic.Bool  // taken since the CLOCK hand last passed

@@ -53,6 +53,10 @@ type Presented struct {
 	// Source, when set, is the external election whose live epoch a raw
 	// epoch must equal.
 	Source EpochSource
+	// RawOnLeased lets a raw epoch write to a resource this gateway leases
+	// (trusting every client of the route); otherwise that is a
+	// *RawOnLeasedError.
+	RawOnLeased bool
 }
 
 // Admission is a write the Fence admitted, or as much of one as was known
@@ -79,7 +83,10 @@ type Admission struct {
 //  4. an epoch source, when the route names one, must vouch for the epoch
 //     (*StaleEpochError below or lapsed, *EpochNotIssuedError above);
 //  5. the Fence decides (*StaleEpochError, *EpochNotIssuedError), on a
-//     leased resource also on the grant's life (see Admission.DeliverBy).
+//     leased resource also on the grant's life (see Admission.DeliverBy);
+//     a raw epoch on a leased resource is a *RawOnLeasedError unless
+//     p.RawOnLeased, decided from memory once the Fence knows the resource
+//     leased, whatever the epoch.
 //
 // Any other error wraps *UnavailableError: the store or the source could
 // not confirm, and the write must not proceed. The Admission is filled as
@@ -106,7 +113,7 @@ func (f *Fence) Decide(ctx context.Context, p Presented) (Admission, error) {
 			return a, sourceVerdict(err, a.Resource)
 		}
 	}
-	a.DeliverBy, err = f.admit(ctx, a.Resource, a.Epoch)
+	a.DeliverBy, err = f.admitUnleased(ctx, a.Resource, a.Epoch, p.refusesLeased(claims))
 	return a, err
 }
 
@@ -156,7 +163,7 @@ func DecisionOf(err error) Decision {
 		return DecisionMissing
 	case errors.Is(err, ErrUnauthenticated):
 		return DecisionForged
-	case isA[*EpochNotIssuedError](err), errors.Is(err, ErrWrongResource):
+	case isA[*EpochNotIssuedError](err), errors.Is(err, ErrWrongResource), isA[*RawOnLeasedError](err):
 		return DecisionForbidden
 	case errors.Is(err, ErrMalformedToken), errors.Is(err, ErrInvalidEpoch), errors.Is(err, ErrInvalidResource),
 		errors.Is(err, ErrNoResource):

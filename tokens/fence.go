@@ -107,6 +107,12 @@ func (f *Fence) Admit(ctx context.Context, resource string, epoch int64) error {
 // admit is Admit, and for a leased resource the moment until which the
 // admitted grant is known live (the zero Time otherwise).
 func (f *Fence) admit(ctx context.Context, resource string, epoch int64) (time.Time, error) {
+	return f.admitUnleased(ctx, resource, epoch, false)
+}
+
+// admitUnleased is admit, and when refuseLeased is set a
+// *RawOnLeasedError for a resource that is leased (see leasedVerdict).
+func (f *Fence) admitUnleased(ctx context.Context, resource string, epoch int64, refuseLeased bool) (time.Time, error) {
 	if err := ValidateResource(resource); err != nil {
 		return time.Time{}, err
 	}
@@ -115,10 +121,20 @@ func (f *Fence) admit(ctx context.Context, resource string, epoch int64) (time.T
 	}
 	st := f.cache.take(resource)
 	defer f.cache.put(st)
-	if f.exclusive {
-		return f.admitExclusive(ctx, st, resource, epoch)
+	if refuseLeased && st.leased.Load() {
+		return time.Time{}, &RawOnLeasedError{Resource: resource}
 	}
-	return f.admitShared(ctx, st, resource, epoch)
+	var by time.Time
+	var err error
+	if f.exclusive {
+		by, err = f.admitExclusive(ctx, st, resource, epoch)
+	} else {
+		by, err = f.admitShared(ctx, st, resource, epoch)
+	}
+	if err = leasedVerdict(st, refuseLeased, resource, !by.IsZero(), err); err != nil {
+		return time.Time{}, err
+	}
+	return by, nil
 }
 
 func (f *Fence) admitExclusive(ctx context.Context, st *resourceState, resource string, epoch int64) (time.Time, error) {
@@ -201,6 +217,7 @@ func (f *Fence) load(ctx context.Context, st *resourceState, resource string) er
 
 // keepLease caches the lease's life read in r. The caller holds st.mu.
 func (f *Fence) keepLease(st *resourceState, r markRead) {
+	learnLeased(st, r)
 	st.leaseEpoch.Store(r.Lease.Epoch)
 	st.released.Store(r.Lease.Released)
 	if r.Lease.Left > 0 {
@@ -252,6 +269,7 @@ func (f *Fence) admitShared(ctx context.Context, st *resourceState, resource str
 			return time.Time{}, err
 		}
 		raise(&st.hwm, r.HWM)
+		learnLeased(st, r)
 		return f.afterAdvance(resource, epoch, r)
 	}
 	r, err := f.confirm(ctx, resource)
@@ -259,6 +277,7 @@ func (f *Fence) admitShared(ctx context.Context, st *resourceState, resource str
 		return time.Time{}, err
 	}
 	raise(&st.hwm, r.HWM)
+	learnLeased(st, r)
 	switch {
 	case epoch < r.HWM:
 		return time.Time{}, &StaleEpochError{Resource: resource, Presented: epoch, Current: r.HWM}

@@ -16,6 +16,7 @@ func (f *Fence) Acquire(ctx context.Context, name, holder string, t Terms, by Ca
 	if !f.exclusive {
 		g, err := f.store.Acquire(ctx, name, holder, t, by)
 		if err == nil {
+			st.leased.Store(true)
 			raise(&st.hwm, g.Epoch)
 		}
 		return g, err
@@ -34,8 +35,10 @@ func (f *Fence) Acquire(ctx context.Context, name, holder string, t Terms, by Ca
 	g, err := f.store.Acquire(ctx, name, holder, t, by)
 	switch {
 	case err == nil:
-		st.hwm.Store(g.Epoch)
+		// The lease before the HWM: a write that reads the new HWM from
+		// memory (without the lock) then reads the lease too.
 		f.keepLease(st, markRead{Mark: Mark{HWM: g.Epoch, Lease: LeaseLife{Epoch: g.Epoch, Left: g.TTL}}, start: start})
+		st.hwm.Store(g.Epoch)
 		st.ready.Store(true)
 	case IsVerdict(err):
 		st.ready.Store(wasReady) // nothing changed

@@ -23,7 +23,7 @@ func TestFenceLeaseLifeFromMemory(t *testing.T) {
 	}
 	before := s.currents.Load()
 	a, err := f.Decide(ctx, tokens.Presented{Tokens: []string{"1"}, Verifier: tokens.RawVerifier{},
-		Resource: func() (string, error) { return "job", nil }})
+		Resource: func() (string, error) { return "job", nil }, RawOnLeased: true})
 	if err != nil || a.Epoch != g.Epoch || a.DeliverBy.IsZero() || time.Until(a.DeliverBy) > time.Second {
 		t.Fatalf("Decide at the live grant = %+v, %v; want admitted with DeliverBy within 1s", a, err)
 	}

@@ -166,6 +166,9 @@ const MaxHolderLen = 256
 // MaxLeaseTTL is the longest lease a store grants.
 const MaxLeaseTTL = 24 * time.Hour
 
+// MinLeaseTTL is the shortest lease a store grants.
+const MinLeaseTTL = time.Second
+
 // ValidateLeaseRequest checks the arguments shared by lease operations; the
 // caller's name is checked by ValidateOwner.
 func ValidateLeaseRequest(name, holder string, by Caller) error {
@@ -219,11 +222,11 @@ func LostReason(found bool, cur Lease, holder string, epoch int64) string {
 	return ""
 }
 
-// ValidateTTL checks a lease TTL: at least one second, at most MaxLeaseTTL,
-// whole seconds or milliseconds as the store supports.
+// ValidateTTL checks a lease TTL: at least MinLeaseTTL, at most
+// MaxLeaseTTL, in whole milliseconds (LeaseResolution).
 func ValidateTTL(ttl time.Duration) error {
-	if ttl < time.Second || ttl > MaxLeaseTTL {
-		return fmt.Errorf("%w: ttl must be from 1s to %s, got %s", ErrInvalidLease, MaxLeaseTTL, ttl)
+	if ttl < MinLeaseTTL || ttl > MaxLeaseTTL || ttl%LeaseResolution != 0 {
+		return fmt.Errorf("%w: ttl must be from %s to %s in whole milliseconds, got %s", ErrInvalidLease, MinLeaseTTL, MaxLeaseTTL, ttl)
 	}
 	return nil
 }

@@ -26,14 +26,21 @@ type Terms struct {
 // MaxLockDelay is the longest lock-delay a store keeps.
 const MaxLockDelay = time.Hour
 
+// LeaseResolution is the step of lease TTLs and lock-delays: every store
+// records them in whole milliseconds, so a duration finer than that could
+// not be kept as asked. (etcd keeps the lease and the lock-delay alive with
+// etcd leases of whole seconds, rounded up: a rival may wait up to a second
+// longer each, never less, while the holder's deadline stays exact.)
+const LeaseResolution = time.Millisecond
+
 // ValidateTerms checks a TTL (see ValidateTTL) and a lock-delay from 0 to
-// MaxLockDelay.
+// MaxLockDelay in whole milliseconds (LeaseResolution).
 func ValidateTerms(t Terms) error {
 	if err := ValidateTTL(t.TTL); err != nil {
 		return err
 	}
-	if t.LockDelay < 0 || t.LockDelay > MaxLockDelay {
-		return fmt.Errorf("%w: lock_delay must be from 0 to %s, got %s", ErrInvalidLease, MaxLockDelay, t.LockDelay)
+	if t.LockDelay < 0 || t.LockDelay > MaxLockDelay || t.LockDelay%LeaseResolution != 0 {
+		return fmt.Errorf("%w: lock_delay must be from 0 to %s in whole milliseconds, got %s", ErrInvalidLease, MaxLockDelay, t.LockDelay)
 	}
 	return nil
 }

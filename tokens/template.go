@@ -179,7 +179,9 @@ func (t *Template) Render(r TemplateRequest) (string, error) {
 //   - the W3C trace context and baggage, which the gateway's transport
 //     replaces with its own span's;
 //   - the fencing headers, which the gateway removes and sets itself;
-//   - the method-override headers, whose requests the gateway refuses.
+//   - the method-override headers, whose requests the gateway refuses;
+//   - the unfenced routing headers, which the gateway removes
+//     (StrippedHeaders).
 func ReservedHeader(name string) string {
 	return reservedHeaders[HeaderKey(name)]
 }
@@ -191,6 +193,7 @@ const (
 	whyTrace    = "the gateway replaces it with its own trace context"
 	whyFencing  = "the gateway replaces it with its own fencing header"
 	whyOverride = "it overrides the method, and the gateway refuses requests carrying it"
+	whyStripped = "it can reroute the request upstream, and the gateway removes it"
 )
 
 // reservedHeaders maps a reserved header's HeaderKey to the reason it is.
@@ -212,8 +215,22 @@ var reservedHeaders = func() map[string]string {
 	for _, h := range MethodOverrideHeaders {
 		m[h] = whyOverride
 	}
+	for _, h := range StrippedHeaders {
+		m[h] = whyStripped
+	}
 	return m
 }()
+
+// StrippedHeaders are the headers, by HeaderKey, through which servers in
+// front of an application, or the application itself, take another path
+// (X-Original-URL, X-Rewrite-URL: IIS, Symfony, Zend), client address
+// (X-Real-IP: nginx's realip) or external port and prefix
+// (X-Forwarded-Port, X-Forwarded-Prefix: Spring, Traefik) than the
+// request's own. The fence never checked what they say, so the gateway
+// removes them, in any spelling, before forwarding; requests carrying them
+// are not refused, since clients and proxies before the gateway set them
+// in good faith.
+var StrippedHeaders = []string{"x-original-url", "x-rewrite-url", "x-real-ip", "x-forwarded-port", "x-forwarded-prefix"}
 
 // MethodOverrideHeaders are the headers, by HeaderKey, through which
 // common frameworks (Rails and Rack, Laravel and Symfony, Express's

@@ -247,7 +247,7 @@ func TestSlowBodyStraddlingTheLapse(t *testing.T) {
 	log := &receiptLog{}
 	up := log.server(t, 0, 0)
 	gw := start(t, "--store", filepath.Join(t.TempDir(), "s.db"), "--config",
-		writeFile(t, t.TempDir(), "c.yaml", []byte(fmt.Sprintf("routes:\n  - prefix: /raw/\n    upstream: %q\n    tokens: raw\n    resource: job\n", up.URL))))
+		writeFile(t, t.TempDir(), "c.yaml", []byte(fmt.Sprintf("routes:\n  - prefix: /raw/\n    upstream: %q\n    tokens: raw\n    resource: job\n    raw_on_leased: allow\n", up.URL))))
 	var lease struct {
 		Epoch int64 `json:"epoch"`
 		Held  bool  `json:"held"`
