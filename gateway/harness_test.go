@@ -239,6 +239,8 @@ type gatewayOptions struct {
 	sources   map[string]tokens.EpochSource // by route prefix
 	// upstreamTimeout bounds admitted exchanges (gateway default when 0).
 	upstreamTimeout time.Duration
+	// maxBody caps request bodies (1 MiB when 0).
+	maxBody int64
 	// observed records spans, metrics and the audit (none when nil).
 	observed *observed
 	// heartbeat is the lease watches' heartbeat (the default when 0).
@@ -272,6 +274,9 @@ func newGatewayWith(t *testing.T, store tokens.Store, up *upstream, o gatewayOpt
 	}
 	c := config.Default()
 	c.MaxBodyBytes = 1 << 20
+	if o.maxBody > 0 {
+		c.MaxBodyBytes = o.maxBody
+	}
 	if o.upstreamTimeout > 0 {
 		c.UpstreamTimeout = config.Duration(o.upstreamTimeout)
 	}
