@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptrace"
-	"sync/atomic"
 	"time"
 
 	"github.com/fencegw/fencegw/tokens"
@@ -74,11 +73,13 @@ func cutAfter(by time.Time, err error) error {
 
 // roundTripBefore sends req through rt, a transport whose connections this
 // package does not hold (TLS and HTTP/2 upstreams, upgrades): when req's
-// write must be delivered by a moment (see deliverBy) and is not written
-// whole by then, the exchange is cancelled, which closes its connection.
-// The instant the write completes is learned from httptrace's
-// WroteRequest, so a write finished within microseconds of the moment may
-// still be reported cut.
+// write must be delivered by a moment (see deliverBy), it counts as
+// delivered once written whole (httptrace's WroteRequest) and acknowledged
+// whole by the upstream's TCP (see delivery); the response is returned
+// only then. At the moment, a write not delivered is cut: its connection
+// is reset and the exchange cancelled. Where acknowledgements cannot be
+// read, written whole is delivered, and a write finished within
+// microseconds of the moment may still be reported cut.
 func roundTripBefore(rt http.RoundTripper, req *http.Request) (*http.Response, error) {
 	by := deliverBy(req.Context())
 	if by.IsZero() {
@@ -89,14 +90,10 @@ func roundTripBefore(rt http.RoundTripper, req *http.Request) (*http.Response, e
 		return nil, cutUnsent
 	}
 	ctx, cancel := context.WithCancelCause(req.Context())
-	var wrote atomic.Bool
-	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(info httptrace.WroteRequestInfo) {
-		if info.Err == nil {
-			wrote.Store(true)
-		}
-	}})
+	d := &delivery{by: by}
+	ctx = httptrace.WithClientTrace(ctx, d.trace())
 	timer := time.AfterFunc(time.Until(by), func() {
-		if !wrote.Load() {
+		if d.check() == deliveryCut {
 			cancel(errDeliveryCut)
 		}
 	})
@@ -104,11 +101,26 @@ func roundTripBefore(rt http.RoundTripper, req *http.Request) (*http.Response, e
 	if err != nil {
 		timer.Stop()
 		cancel(nil)
-		if !wrote.Load() {
+		if d.end() == deliveryCut || !d.written() {
 			return nil, cutAfter(by, err)
 		}
 		return nil, err
 	}
+	st, err := d.await(ctx)
+	if err != nil {
+		timer.Stop()
+		resp.Body.Close()
+		if st == deliveryCut || d.end() == deliveryCut {
+			cancel(errDeliveryCut)
+			return nil, cutAfter(by, err)
+		}
+		cancel(nil)
+		return nil, err
+	}
+	if st == deliveryDelivered {
+		timer.Stop()
+	}
+	// Otherwise the timer still cuts a write not written whole by then.
 	// The response body reads under ctx: it is released when the
 	// request's own context ends.
 	return resp, nil

@@ -140,6 +140,7 @@ func TestLargeWriteToSlowReaderIsCutAtLapse(t *testing.T) {
 
 			// The next holder writes through the same gateway: a fresh
 			// connection, never the one reset.
+			g.awaitLapse(t, "invoice-sweeper")
 			b := leaseOf(t, g.acquire(t, "invoice-sweeper", "node-b", 30))
 			token[gateway.TokenHeader] = strconv.FormatInt(b.Epoch, 10)
 			if r := do(t, http.MethodPost, g.proxy.URL+"/raw/x", token, "small"); r.status != http.StatusCreated {
