@@ -117,7 +117,7 @@ func roundTripBefore(rt http.RoundTripper, req *http.Request) (*http.Response, e
 		cancel(nil)
 		return nil, err
 	}
-	if st == deliveryDelivered {
+	if st != deliveryPending {
 		timer.Stop()
 	}
 	// Otherwise the timer still cuts a write not written whole by then.

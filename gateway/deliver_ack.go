@@ -191,14 +191,15 @@ func (d *delivery) written() bool {
 }
 
 // await polls until the write is delivered or cut, or cannot be known
-// (deliveryUnknown, also when the connection never came: the transport
-// does not trace), or ctx ends.
+// (deliveryUnknown), or ctx ends. When the connection never came (the
+// transport does not trace) it returns deliveryPending at once: it is
+// left to check at the deadline.
 func (d *delivery) await(ctx context.Context) (deliveryState, error) {
 	d.mu.Lock()
 	known := d.known
 	d.mu.Unlock()
 	if !known {
-		return deliveryUnknown, nil
+		return deliveryPending, nil
 	}
 	for wait := ackPollMin; ; wait = min(2*wait, ackPollMax) {
 		switch st := d.check(); st {
