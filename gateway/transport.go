@@ -69,7 +69,7 @@ const checkIdleAfter = 100 * time.Millisecond
 // read: a leased write is delivered once written whole.
 type Transport struct {
 	std            *http.Transport
-	leased         *http.Transport // HTTP/1.1 for leased writes: one connection each
+	leased         *http.Transport // for leased writes: HTTP/1.1, small send buffers
 	dial           func(ctx context.Context, network, addr string) (net.Conn, error)
 	headerTimeout  time.Duration
 	maxIdlePerHost int
