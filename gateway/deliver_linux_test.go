@@ -26,7 +26,10 @@ type stalledUpstream struct {
 	release chan struct{}
 }
 
-func newStalledUpstream(t *testing.T, tlsOn bool) *stalledUpstream {
+// newStalledUpstream starts a stalledUpstream, over TLS when tlsOn; when
+// answerFirst, it answers 201 at once and reads the body only when
+// released, as an upstream that queues work does.
+func newStalledUpstream(t *testing.T, tlsOn, answerFirst bool) *stalledUpstream {
 	t.Helper()
 	u := &stalledUpstream{slowUpstream: &slowUpstream{done: make(chan bodyReceipt, 16)}, release: make(chan struct{})}
 	lc := net.ListenConfig{Control: func(_, _ string, rc syscall.RawConn) error {
@@ -43,6 +46,15 @@ func newStalledUpstream(t *testing.T, tlsOn bool) *stalledUpstream {
 		t.Fatal(err)
 	}
 	u.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if answerFirst {
+			// Full duplex: net/http would otherwise read the body first.
+			rc := http.NewResponseController(w)
+			if err := rc.EnableFullDuplex(); err != nil {
+				t.Error(err)
+			}
+			w.WriteHeader(http.StatusCreated)
+			rc.Flush()
+		}
 		<-u.release
 		n, err := io.Copy(io.Discard, r.Body)
 		rc := bodyReceipt{n: int(n), whole: err == nil && n == r.ContentLength}
@@ -50,7 +62,9 @@ func newStalledUpstream(t *testing.T, tlsOn bool) *stalledUpstream {
 		u.got = append(u.got, rc)
 		u.mu.Unlock()
 		u.done <- rc
-		w.WriteHeader(http.StatusCreated)
+		if !answerFirst {
+			w.WriteHeader(http.StatusCreated)
+		}
 	}))
 	u.srv.Listener.Close()
 	u.srv.Listener = ln
@@ -75,18 +89,29 @@ func newStalledUpstream(t *testing.T, tlsOn bool) *stalledUpstream {
 // whole before the lapse, but the upstream has not read, and its TCP has
 // not acknowledged, most of it: it is not delivered. At the lapse the
 // gateway resets the connection; when the upstream reads afterwards it
-// finds a torn request, and the client has 412.
+// finds a torn request, and the client has 412. Through the gateway's own
+// connections, TLS, a plain net/http transport, and to an upstream that
+// answers before it reads (its answer is not passed on).
 func TestWriteInOwnKernelAtLapseIsCut(t *testing.T) {
 	const size = 64 << 10
-	for _, tlsOn := range []bool{false, true} {
-		name := "http"
-		if tlsOn {
-			name = "https"
-		}
-		t.Run(name, func(t *testing.T) {
-			up := newStalledUpstream(t, tlsOn)
+	for _, c := range []struct {
+		name                     string
+		tlsOn, netHTTP, answered bool
+	}{
+		{name: "http"},
+		{name: "https", tlsOn: true},
+		{name: "net-http", netHTTP: true},
+		{name: "http-answered-first", answered: true},
+		{name: "https-answered-first", tlsOn: true, answered: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			up := newStalledUpstream(t, c.tlsOn, c.answered)
+			tr := up.transportFor()
+			if c.netHTTP {
+				tr = &http.Transport{}
+			}
 			g := newGatewayWith(t, boltFresh(t)(t), &upstream{srv: up.srv},
-				gatewayOptions{transport: up.transportFor()}, leaseRoutes...)
+				gatewayOptions{transport: tr}, leaseRoutes...)
 			a := leaseOf(t, g.acquire(t, "invoice-sweeper", "node-a", 1))
 			token := map[string]string{gateway.TokenHeader: strconv.FormatInt(a.Epoch, 10)}
 			r := do(t, http.MethodPost, g.proxy.URL+"/raw/x", token, strings.Repeat("a", size))

@@ -157,7 +157,9 @@ func TestLargeWriteToSlowReaderIsCutAtLapse(t *testing.T) {
 
 // TestLeasedWritesToFastUpstreamAreDelivered: leased writes that the
 // upstream reads at once are delivered and answered as usual, small ones
-// and one of 512 KiB, over reused connections, plain and TLS.
+// and one of 512 KiB, over reused connections, plain and TLS (to an
+// upstream that offers HTTP/2 as well), and so are writes that are not
+// leased, between them.
 func TestLeasedWritesToFastUpstreamAreDelivered(t *testing.T) {
 	for _, tlsOn := range []bool{false, true} {
 		name := "http"
@@ -166,14 +168,16 @@ func TestLeasedWritesToFastUpstreamAreDelivered(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			up := newBodyRecorder(t)
-			if tlsOn {
+			if tlsOn { // one that offers HTTP/2 too
 				up.srv.Close()
-				up.srv = httptest.NewTLSServer(up.srv.Config.Handler)
+				up.srv = httptest.NewUnstartedServer(up.srv.Config.Handler)
+				up.srv.EnableHTTP2 = true
+				up.srv.StartTLS()
 				t.Cleanup(up.srv.Close)
 			}
 			s := &slowUpstream{srv: up.srv}
 			g := newGatewayWith(t, boltFresh(t)(t), &upstream{srv: up.srv},
-				gatewayOptions{transport: s.transportFor(), maxBody: 4 << 20}, leaseRoutes...)
+				gatewayOptions{transport: s.transportFor(), maxBody: 4 << 20}, append([]routeSpec{{prefix: "/free/"}}, leaseRoutes...)...)
 			a := leaseOf(t, g.acquire(t, "invoice-sweeper", "node-a", 60))
 			token := map[string]string{gateway.TokenHeader: strconv.FormatInt(a.Epoch, 10)}
 			for i, body := range []string{"one", "two", strings.Repeat("b", 512<<10), "four"} {
@@ -182,6 +186,14 @@ func TestLeasedWritesToFastUpstreamAreDelivered(t *testing.T) {
 				}
 				if rc := <-up.done; !rc.whole || rc.n != len(body) {
 					t.Fatalf("leased write %d reached the upstream as %+v", i, rc)
+				}
+				// A resource nobody leases: no deadline to deliver by.
+				free := map[string]string{gateway.TokenHeader: "1", gateway.ResourceHeader: "free"}
+				if r := do(t, http.MethodPost, g.proxy.URL+"/free/x", free, body); r.status != http.StatusCreated {
+					t.Fatalf("write %d not leased = %d %s", i, r.status, r.body)
+				}
+				if rc := <-up.done; !rc.whole || rc.n != len(body) {
+					t.Fatalf("write %d not leased reached the upstream as %+v", i, rc)
 				}
 			}
 		})
