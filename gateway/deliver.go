@@ -12,9 +12,10 @@ import (
 )
 
 // errDeliveryCut marks a write on a leased resource that was not delivered
-// whole before its grant may have lapsed (Admission.DeliverBy): its body
-// was cut and the upstream connection closed, so the upstream received
-// none or part of it, never all.
+// whole (acknowledged by the upstream's TCP) before its grant may have
+// lapsed (Admission.DeliverBy): its body was cut and the upstream
+// connection reset, so the upstream received none or part of it, never
+// all.
 var errDeliveryCut = errors.New("the lease lapsed before the write was delivered whole")
 
 // errNothingSent joins errDeliveryCut when the cut came before any of the
@@ -34,10 +35,10 @@ func deliverBy(ctx context.Context) time.Time {
 // DeliverBeforeLapse is middleware for writes on leased resources: a write
 // whose grant may have lapsed by now (see Admission.DeliverBy) is refused
 // with 412 and nothing forwarded, and the client's body must arrive before
-// that moment: reading it is cut then. The transports cut what is still
-// being sent to the upstream at that moment (see Transport); the proxy
-// answers a cut write with 412 as well. Both refusals are counted in obs's
-// audit.
+// that moment: reading it is cut then. The transports cut a write the
+// upstream has not acknowledged whole by that moment (see Transport); the
+// proxy answers a cut write with 412 as well. Both refusals are counted in
+// obs's audit.
 func DeliverBeforeLapse(obs *Observer) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
