@@ -6,16 +6,16 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptrace"
-	"sync/atomic"
 	"time"
 
 	"github.com/fencegw/fencegw/tokens"
 )
 
 // errDeliveryCut marks a write on a leased resource that was not delivered
-// whole before its grant may have lapsed (Admission.DeliverBy): its body
-// was cut and the upstream connection closed, so the upstream received
-// none or part of it, never all.
+// whole (acknowledged by the upstream's TCP) before its grant may have
+// lapsed (Admission.DeliverBy): its body was cut and the upstream
+// connection reset, so the upstream received none or part of it, never
+// all.
 var errDeliveryCut = errors.New("the lease lapsed before the write was delivered whole")
 
 // errNothingSent joins errDeliveryCut when the cut came before any of the
@@ -35,10 +35,10 @@ func deliverBy(ctx context.Context) time.Time {
 // DeliverBeforeLapse is middleware for writes on leased resources: a write
 // whose grant may have lapsed by now (see Admission.DeliverBy) is refused
 // with 412 and nothing forwarded, and the client's body must arrive before
-// that moment: reading it is cut then. The transports cut what is still
-// being sent to the upstream at that moment (see Transport); the proxy
-// answers a cut write with 412 as well. Both refusals are counted in obs's
-// audit.
+// that moment: reading it is cut then. The transports cut a write the
+// upstream has not acknowledged whole by that moment (see Transport); the
+// proxy answers a cut write with 412 as well. Both refusals are counted in
+// obs's audit.
 func DeliverBeforeLapse(obs *Observer) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -74,11 +74,13 @@ func cutAfter(by time.Time, err error) error {
 
 // roundTripBefore sends req through rt, a transport whose connections this
 // package does not hold (TLS and HTTP/2 upstreams, upgrades): when req's
-// write must be delivered by a moment (see deliverBy) and is not written
-// whole by then, the exchange is cancelled, which closes its connection.
-// The instant the write completes is learned from httptrace's
-// WroteRequest, so a write finished within microseconds of the moment may
-// still be reported cut.
+// write must be delivered by a moment (see deliverBy), it counts as
+// delivered once written whole (httptrace's WroteRequest) and acknowledged
+// whole by the upstream's TCP (see delivery); the response is returned
+// only then. At the moment, a write not delivered is cut: its connection
+// is reset and the exchange cancelled. Where acknowledgements cannot be
+// read, written whole is delivered, and a write finished within
+// microseconds of the moment may still be reported cut.
 func roundTripBefore(rt http.RoundTripper, req *http.Request) (*http.Response, error) {
 	by := deliverBy(req.Context())
 	if by.IsZero() {
@@ -89,14 +91,10 @@ func roundTripBefore(rt http.RoundTripper, req *http.Request) (*http.Response, e
 		return nil, cutUnsent
 	}
 	ctx, cancel := context.WithCancelCause(req.Context())
-	var wrote atomic.Bool
-	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(info httptrace.WroteRequestInfo) {
-		if info.Err == nil {
-			wrote.Store(true)
-		}
-	}})
+	d := &delivery{by: by}
+	ctx = httptrace.WithClientTrace(ctx, d.trace())
 	timer := time.AfterFunc(time.Until(by), func() {
-		if !wrote.Load() {
+		if d.check() == deliveryCut {
 			cancel(errDeliveryCut)
 		}
 	})
@@ -104,11 +102,26 @@ func roundTripBefore(rt http.RoundTripper, req *http.Request) (*http.Response, e
 	if err != nil {
 		timer.Stop()
 		cancel(nil)
-		if !wrote.Load() {
+		if d.end() == deliveryCut || !d.written() {
 			return nil, cutAfter(by, err)
 		}
 		return nil, err
 	}
+	st, err := d.await(ctx)
+	if err != nil {
+		timer.Stop()
+		resp.Body.Close()
+		if st == deliveryCut || d.end() == deliveryCut {
+			cancel(errDeliveryCut)
+			return nil, cutAfter(by, err)
+		}
+		cancel(nil)
+		return nil, err
+	}
+	if st != deliveryPending {
+		timer.Stop()
+	}
+	// Otherwise the timer still cuts a write not written whole by then.
 	// The response body reads under ctx: it is released when the
 	// request's own context ends.
 	return resp, nil

@@ -240,6 +240,8 @@ type gatewayOptions struct {
 	sources   map[string]tokens.EpochSource // by route prefix
 	// upstreamTimeout bounds admitted exchanges (gateway default when 0).
 	upstreamTimeout time.Duration
+	// maxBody caps request bodies (1 MiB when 0).
+	maxBody int64
 	// observed records spans, metrics and the audit (none when nil).
 	observed *observed
 	// heartbeat is the lease watches' heartbeat (the default when 0).
@@ -255,8 +257,6 @@ type gatewayOptions struct {
 	traceURL string
 	// idemTTL is idempotency.ttl, unchecked (the default when 0).
 	idemTTL time.Duration
-	// maxBody is max_body_bytes (1 MiB when 0).
-	maxBody int64
 	// maxWatchers is watch.max_watchers (the default when 0).
 	maxWatchers int
 }
@@ -279,6 +279,9 @@ func newGatewayWith(t *testing.T, store tokens.Store, up *upstream, o gatewayOpt
 	}
 	c := config.Default()
 	c.MaxBodyBytes = 1 << 20
+	if o.maxBody > 0 {
+		c.MaxBodyBytes = o.maxBody
+	}
 	if o.upstreamTimeout > 0 {
 		c.UpstreamTimeout = config.Duration(o.upstreamTimeout)
 	}
@@ -295,9 +298,6 @@ func newGatewayWith(t *testing.T, store tokens.Store, up *upstream, o gatewayOpt
 	}
 	if o.idemTTL > 0 {
 		c.Idempotency.TTL = config.Duration(o.idemTTL)
-	}
-	if o.maxBody > 0 {
-		c.MaxBodyBytes = o.maxBody
 	}
 	sources := map[*config.EpochSource]tokens.EpochSource{}
 	for _, s := range specs {

@@ -64,8 +64,20 @@ const checkIdleAfter = 100 * time.Millisecond
 // before it began) wraps errNothingSent: the upstream cannot have acted on
 // it. A resend as above counts the same way when it fails before a byte:
 // resending rests on the upstream not having acted on the first attempt.
+//
+// A write on a leased resource (Admission.DeliverBy) is delivered only
+// once the upstream's TCP has acknowledged every byte of it, and its
+// answer is returned only then; at DeliverBy, a connection with bytes of
+// it unacknowledged is reset (SO_LINGER 0) and the exchange fails with a
+// delivery cut, so the upstream sees a torn request, never a late whole
+// one. Such writes go over connections with a small send buffer, HTTP/1.1
+// only where TLS is involved (an HTTP/2 connection is shared, and is
+// neither measured nor reset). A connection that was reset or failed is
+// never reused. On systems other than Linux the send queue cannot be
+// read: a leased write is delivered once written whole.
 type Transport struct {
 	std            *http.Transport
+	leased         *http.Transport // for leased writes: HTTP/1.1, small send buffers
 	dial           func(ctx context.Context, network, addr string) (net.Conn, error)
 	headerTimeout  time.Duration
 	maxIdlePerHost int
@@ -87,27 +99,52 @@ func NewTransport(o TransportOptions) *Transport {
 		dial = d.DialContext
 	}
 	return &Transport{
-		std: &http.Transport{
-			DialContext:           dial,
-			ForceAttemptHTTP2:     true,
-			MaxIdleConns:          4 * o.MaxIdleConnsPerHost,
-			MaxIdleConnsPerHost:   o.MaxIdleConnsPerHost,
-			IdleConnTimeout:       idleTimeout,
-			TLSHandshakeTimeout:   10 * time.Second,
-			ResponseHeaderTimeout: o.ResponseHeaderTimeout,
-			ExpectContinueTimeout: time.Second,
-			// A small body (up to SmallBodyMax) and a usual head fit in
-			// one buffer: one write per request.
-			WriteBufferSize: SmallBodyMax + 4<<10,
-			// A proxy passes the client's Accept-Encoding on and the
-			// upstream's encoding back; it never asks for gzip itself.
-			DisableCompression: true,
-			TLSClientConfig:    o.TLS,
-		},
+		std:            stdTransport(o, dial, true),
+		leased:         stdTransport(o, smallSendBuffer(dial), false),
 		dial:           dial,
 		headerTimeout:  o.ResponseHeaderTimeout,
 		maxIdlePerHost: o.MaxIdleConnsPerHost,
 		idle:           map[string][]*upstreamConn{},
+	}
+}
+
+// stdTransport returns the net/http Transport with o's options over dial;
+// HTTP/1.1 only unless h2.
+func stdTransport(o TransportOptions, dial func(ctx context.Context, network, addr string) (net.Conn, error), h2 bool) *http.Transport {
+	t := &http.Transport{
+		DialContext:           dial,
+		ForceAttemptHTTP2:     h2,
+		MaxIdleConns:          4 * o.MaxIdleConnsPerHost,
+		MaxIdleConnsPerHost:   o.MaxIdleConnsPerHost,
+		IdleConnTimeout:       idleTimeout,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ResponseHeaderTimeout: o.ResponseHeaderTimeout,
+		ExpectContinueTimeout: time.Second,
+		// A small body (up to SmallBodyMax) and a usual head fit in
+		// one buffer: one write per request.
+		WriteBufferSize: SmallBodyMax + 4<<10,
+		// A proxy passes the client's Accept-Encoding on and the
+		// upstream's encoding back; it never asks for gzip itself.
+		DisableCompression: true,
+		TLSClientConfig:    o.TLS,
+	}
+	if !h2 {
+		// An empty map, not nil: net/http then never offers HTTP/2.
+		t.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
+	}
+	return t
+}
+
+// smallSendBuffer wraps dial: its connections have the small send buffer
+// of leased writes.
+func smallSendBuffer(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		limitSendBuffer(c)
+		return c, nil
 	}
 }
 
@@ -124,6 +161,7 @@ func (t *Transport) CloseIdleConnections() {
 		}
 	}
 	t.std.CloseIdleConnections()
+	t.leased.CloseIdleConnections()
 }
 
 // RoundTrip sends req and returns the upstream's response; see Transport.
@@ -202,6 +240,7 @@ type upstreamConn struct {
 	bw        *bufio.Writer
 	idleSince time.Time
 	reused    bool // taken from the pool
+	leased    bool // has carried a leased write: a small send buffer
 	answered  bool // some of a response arrived on it in this exchange
 
 	// sent counts the bytes the kernel took in this exchange (connWriter).
@@ -221,33 +260,24 @@ func (c *upstreamConn) exchange(req *http.Request, headerTimeout time.Duration) 
 		return nil, fmt.Errorf("%w: %w", errNothingSent, err)
 	}
 	c.sent = 0
-	// A write on a leased resource must be on the wire before its grant
-	// may lapse: no byte of it is written after that moment, and a write
-	// still sending then fails and its connection is closed.
 	by := deliverBy(ctx)
-	if !by.IsZero() {
-		if !time.Now().Before(by) {
-			return nil, cutUnsent
-		}
-		c.conn.SetWriteDeadline(by)
+	if !by.IsZero() && !time.Now().Before(by) {
+		return nil, cutUnsent
 	}
 	stop := context.AfterFunc(ctx, func() { c.conn.SetDeadline(aLongTimeAgo) })
-	err := req.Write(c.bw)
-	if err == nil {
-		err = c.bw.Flush()
-	}
-	if err != nil {
+	if err := c.send(ctx, req, by); err != nil {
 		stop()
-		return nil, cutAfter(by, c.unsent(c.ctxErr(ctx, fmt.Errorf("write request to %s: %w", c.addr, err))))
+		return nil, err
 	}
-	if !by.IsZero() {
-		c.conn.SetWriteDeadline(time.Time{})
+	if headerTimeout > 0 || !by.IsZero() {
+		var headBy time.Time // none, and none left of the delivery's wait
+		if headerTimeout > 0 {
+			headBy = time.Now().Add(headerTimeout)
+		}
+		c.conn.SetReadDeadline(headBy)
 		if ctx.Err() != nil { // the abort may have come before the reset
 			c.conn.SetDeadline(aLongTimeAgo)
 		}
-	}
-	if headerTimeout > 0 {
-		c.conn.SetReadDeadline(time.Now().Add(headerTimeout))
 	}
 	resp, err := c.readHead(req)
 	if err != nil {
@@ -297,7 +327,11 @@ func (c *upstreamConn) unsent(err error) error {
 func (t *Transport) roundTripStd(req *http.Request) (*http.Response, error) {
 	var got atomic.Bool
 	ctx := httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { got.Store(true) }})
-	resp, err := roundTripBefore(t.std, req.WithContext(ctx))
+	rt := t.std
+	if !deliverBy(req.Context()).IsZero() {
+		rt = t.leased
+	}
+	resp, err := roundTripBefore(rt, req.WithContext(ctx))
 	if err != nil && !got.Load() {
 		return nil, fmt.Errorf("%w: %w", errNothingSent, err)
 	}
