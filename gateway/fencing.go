@@ -13,10 +13,9 @@ import (
 // leaves the decision to the domain (tokens.Fence.Decide). An admitted
 // request reaches next with its Admission in the context; a refused one
 // never does. Every decision is recorded on the request's span and
-// counted and kept in the audit; refusals are logged, identical ones in
-// a storm as one line with their count (see refusalLog).
-func Fencing(fence *tokens.Fence, obs *Observer, log *slog.Logger) func(http.Handler) http.Handler {
-	refusals := newRefusalLog(log, RefusalLogInterval)
+// counted and kept in the audit; refusals are logged through refusals,
+// which keeps a storm to a few lines a second with their counts.
+func Fencing(fence *tokens.Fence, obs *Observer, refusals *RefusalLog) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			rt, ok := RouteFrom(r.Context())
@@ -44,7 +43,9 @@ func Fencing(fence *tokens.Fence, obs *Observer, log *slog.Logger) func(http.Han
 			}
 			obs.recordDecision(r, rt, a, &p)
 			obs.audit(r, a, &p)
-			refusals.refused(r, a, &p)
+			if refusals.allow(p.Route, problemDecision(&p), p.Status) {
+				logRefusal(refusals.log, r, a, &p)
+			}
 			writeProblem(w, r, p)
 		})
 	}
