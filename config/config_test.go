@@ -87,6 +87,7 @@ func TestValidationNamesTheField(t *testing.T) {
 		"ui: {trace_url: \"https://tracing.example/x\"}": "ui.trace_url: must contain {trace_id}",
 		"ui: {trace_url: \"/trace/{trace_id}\"}":         "ui.trace_url: must be an absolute http or https URL",
 		"ui: {trace_url: \"javascript:{trace_id}\"}":     "ui.trace_url: must be an absolute http or https URL",
+		"log_refusals_per_second: 0":                     "log_refusals_per_second: must be from 1 to 10000",
 	}
 	for yml, want := range cases {
 		doc := yml

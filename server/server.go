@@ -155,7 +155,7 @@ func New(ctx context.Context, c config.Config, o Options) (s *Server, err error)
 	}
 	s.routes = gateway.NewRoutes(table)
 	s.fence = tokens.NewFence(s.obs.ObserveStore(s.store), tokens.FenceOptions{StoreTimeout: c.StoreTimeout.D()})
-	refusals := gateway.NewRefusalLog(s.log, gateway.RefusalLogOptions{})
+	refusals := gateway.NewRefusalLog(s.log, gateway.RefusalLogOptions{LinesPerSecond: c.LogRefusalsPerSecond})
 	s.proxy = gateway.New(gateway.Options{Routes: s.routes, Fence: s.fence, Transport: s.transport, Logger: s.log, Refusals: refusals,
 		MaxBodyBytes: c.MaxBodyBytes, UpstreamTimeout: c.UpstreamTimeout.D(), Observer: s.obs,
 		Idempotency: gateway.IdempotencyOptions{TTL: c.Idempotency.TTL.D(), MaxAnswerBytes: c.Idempotency.MaxAnswerBytes,
