@@ -91,3 +91,18 @@ func FuzzValidateResource(f *testing.F) {
 		}
 	})
 }
+
+// TestTemplateTextMustFitAName: a route's resource template whose own text
+// could never be part of a valid name is refused when parsed.
+func TestTemplateTextMustFitAName(t *testing.T) {
+	for _, ok := range []string{"invoice-sweeper", "tenant-{segment:1}", "{header:X-Tenant}", "r\u00e9sum\u00e9-{segment:2}"} {
+		if _, err := tokens.ParseTemplate(ok); err != nil {
+			t.Errorf("ParseTemplate(%q) = %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"tenant-\u200b{segment:1}", "\u202e{segment:1}", "a\u0000", "\ufeffjobs", "e\u0301", " {segment:1}"} {
+		if _, err := tokens.ParseTemplate(bad); !errors.Is(err, tokens.ErrInvalidResource) {
+			t.Errorf("ParseTemplate(%q) = %v, want ErrInvalidResource", bad, err)
+		}
+	}
+}
