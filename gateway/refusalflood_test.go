@@ -215,3 +215,37 @@ func TestProxyErrorsAreStructured(t *testing.T) {
 		t.Fatalf("the reverse proxy's complaint is not (only) JSON lines: %q", raw)
 	}
 }
+
+// TestStoreDownFloodLogBounded: with the store down, 20,000 writes, each
+// to another resource at another epoch, are 503s whose log stays within
+// the cap; the first carries its cause.
+func TestStoreDownFloodLogBounded(t *testing.T) {
+	const n = 20000
+	h := &countingHandler{}
+	c := embeddedConfig(t)
+	c.Routes = []config.Route{{Prefix: "/w/", Upstream: "http://127.0.0.1:1", Tokens: config.TokensRaw}}
+	s := assemble(t, c, server.Options{Logger: slog.New(h), Transport: cannedUpstream{}, Store: failingStore{boltFresh(t)(t)}})
+	start := time.Now()
+	for i := range n {
+		req := httptest.NewRequest(http.MethodPost, "/w/x", strings.NewReader("x"))
+		req.Header.Set(gateway.TokenHeader, strconv.Itoa(i+1))
+		req.Header.Set(gateway.ResourceHeader, fmt.Sprintf("r-%d", i))
+		rec := httptest.NewRecorder()
+		s.Proxy().ServeHTTP(rec, req)
+		if rec.Code != http.StatusServiceUnavailable {
+			t.Fatalf("write %d: %d, want 503", i, rec.Code)
+		}
+	}
+	assertLogBounded(t, h, "fenced write refused", n, time.Since(start), 1)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, m := range h.recs {
+		if m["msg"] == "fenced write refused" {
+			if m["status"] != int64(http.StatusServiceUnavailable) || m["error"] == nil {
+				t.Fatalf("full line %v, want the 503 with its cause", m)
+			}
+			return
+		}
+	}
+	t.Fatal("no 503 was logged in full")
+}
