@@ -73,7 +73,7 @@ func New(o Options) http.Handler {
 		h = LimitBody(o.MaxBodyBytes)(h)
 	}
 	h = MatchRoute(o.Routes)(h)
-	return guarded(o.Logger)(o.Observer.serverHandler(h, "proxy"))
+	return guarded(o.Logger, o.Refusals)(o.Observer.serverHandler(h, "proxy"))
 }
 
 // mustObserver returns an Observer that reports nothing; building it cannot
