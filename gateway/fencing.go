@@ -14,7 +14,8 @@ import (
 // request reaches next with its Admission in the context; a refused one
 // never does. Every decision is recorded on the request's span and
 // counted and kept in the audit; refusals are logged through refusals,
-// which keeps a storm to a few lines a second with their counts.
+// which keeps a storm to a few lines a second with their counts (a nil
+// one logs every refusal to slog.Default()).
 func Fencing(fence *tokens.Fence, obs *Observer, refusals *RefusalLog) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -44,7 +45,7 @@ func Fencing(fence *tokens.Fence, obs *Observer, refusals *RefusalLog) func(http
 			obs.recordDecision(r, rt, a, &p)
 			obs.audit(r, a, &p)
 			if refusals.allow(p.Route, problemDecision(&p), p.Status) {
-				logRefusal(refusals.log, r, a, &p)
+				logRefusal(refusals.logger(), r, a, &p)
 			}
 			writeProblem(w, r, p)
 		})

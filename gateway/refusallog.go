@@ -103,6 +103,14 @@ func (l *RefusalLog) allow(route, decision string, status int) bool {
 	return false
 }
 
+// logger is where the lines go: slog.Default() for a nil RefusalLog.
+func (l *RefusalLog) logger() *slog.Logger {
+	if l == nil {
+		return slog.Default()
+	}
+	return l.log
+}
+
 // flush logs the counts of the interval that ended and starts another.
 func (l *RefusalLog) flush() {
 	l.mu.Lock()
