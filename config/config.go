@@ -74,6 +74,10 @@ type Config struct {
 	LogLevel string `yaml:"log_level"`
 	// LogFormat is json or text.
 	LogFormat string `yaml:"log_format"`
+	// LogRefusalsPerSecond caps the refused or failed requests (proxy and
+	// control API together) logged in full each second; the others are
+	// counted into one line per route, decision and status each second.
+	LogRefusalsPerSecond int `yaml:"log_refusals_per_second"`
 	// TLS serves the proxy over TLS.
 	TLS *ListenerTLS `yaml:"tls"`
 	// APITLS serves the control API over TLS, optionally with client
@@ -251,6 +255,7 @@ func Default() Config {
 		MaxHeaderBytes:                64 << 10,
 		LogLevel:                      "info",
 		LogFormat:                     "json",
+		LogRefusalsPerSecond:          20,
 		Audit: Audit{Interval: Duration(10 * time.Second), Flush: Duration(time.Second), MaxPending: 10000,
 			Retention: Duration(30 * 24 * time.Hour), MaxEntries: 100_000},
 		Idempotency: Idempotency{TTL: Duration(24 * time.Hour), MaxAnswerBytes: 64 << 10},

@@ -89,6 +89,7 @@ func TestValidationNamesTheField(t *testing.T) {
 		"ui: {trace_url: \"javascript:{trace_id}\"}":     "ui.trace_url: must be an absolute http or https URL",
 		"watch: {write_timeout: 10ms}":                   "watch.write_timeout: must be from 100ms to 10m",
 		"watch: {max_watchers: 0}":                       "watch.max_watchers: must be from 1 to 1000000",
+		"log_refusals_per_second: 0":                     "log_refusals_per_second: must be from 1 to 10000",
 	}
 	for yml, want := range cases {
 		doc := yml

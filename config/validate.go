@@ -86,6 +86,9 @@ func (c *Config) Validate() error {
 	default:
 		bad("log_format", "must be json or text, got %q", c.LogFormat)
 	}
+	if c.LogRefusalsPerSecond < 1 || c.LogRefusalsPerSecond > 10000 {
+		bad("log_refusals_per_second", "must be from 1 to 10000, got %d", c.LogRefusalsPerSecond)
+	}
 	errs = append(errs, c.Signing.validate()...)
 	errs = append(errs, validateAPIKeys(c.APIKeys)...)
 	if c.TLS != nil {

@@ -166,6 +166,7 @@ func auditQuery(w http.ResponseWriter, r *http.Request, stream tokens.AuditStrea
 	}
 	q.Resource, q.Kind = values.Get(resourceParam), values.Get(kindParam)
 	q.Holder, q.Replica = values.Get("holder"), values.Get("replica")
+	problems = nameProblems(values, problems, resourceParam, "holder")
 	q.Since, problems = parseTimeParam(values, "since", problems)
 	q.Until, problems = parseTimeParam(values, "until", problems)
 	if s := values.Get("limit"); s != "" {

@@ -61,6 +61,9 @@ type ControlOptions struct {
 	Stopping <-chan struct{}
 	// UITraceURL links trace ids on the timeline page (see NewUI).
 	UITraceURL string
+	// Refusals throttles the log lines of refused and failed lease calls
+	// (a RefusalLog of its own over Logger when nil); share the proxy's.
+	Refusals *RefusalLog
 }
 
 // NewControlAPI returns the control API handler, served on its own listener:
@@ -114,6 +117,9 @@ func (o ControlOptions) withDefaults() ControlOptions {
 	}
 	if o.Observer == nil {
 		o.Observer = mustObserver()
+	}
+	if o.Refusals == nil {
+		o.Refusals = NewRefusalLog(o.Logger, RefusalLogOptions{})
 	}
 	return o
 }

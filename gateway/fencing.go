@@ -13,13 +13,13 @@ import (
 // leaves the decision to the domain (tokens.Fence.Decide). An admitted
 // request reaches next with its Admission in the context; a refused one
 // never does. Every decision is recorded on the request's span and
-// counted and kept in the audit; refusals are logged, identical ones in
-// a storm as one line with their count (see refusalLog). The answer to a
-// raw epoch on a route that takes raw epochs tells no epoch (see
-// rawAnswer); a raw epoch for a resource the gateway leases is refused
-// naming a signed route of routes to use.
-func Fencing(fence *tokens.Fence, routes *Routes, obs *Observer, log *slog.Logger) func(http.Handler) http.Handler {
-	refusals := newRefusalLog(log, RefusalLogInterval)
+// counted and kept in the audit; refusals are logged through refusals,
+// which keeps a storm to a few lines a second with their counts (a nil
+// one logs every refusal to slog.Default()). The answer to a raw epoch on
+// a route that takes raw epochs tells no epoch (see rawAnswer); a raw
+// epoch for a resource the gateway leases is refused naming a signed
+// route of routes to use.
+func Fencing(fence *tokens.Fence, routes *Routes, obs *Observer, refusals *RefusalLog) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			rt, ok := RouteFrom(r.Context())
@@ -47,7 +47,9 @@ func Fencing(fence *tokens.Fence, routes *Routes, obs *Observer, log *slog.Logge
 			}
 			obs.recordDecision(r, rt, a, &p)
 			obs.audit(r, a, &p)
-			refusals.refused(r, a, &p)
+			if refusals.allow(p.Route, problemDecision(&p), p.Status) {
+				logRefusal(refusals.logger(), r, a, &p)
+			}
 			if a.Holder == "" && rt.Tokens != policy.TokensSigned {
 				p = rawAnswer(p, err, r, routes)
 			}

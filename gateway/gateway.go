@@ -32,6 +32,10 @@ type Options struct {
 	// Idempotency tunes at-most-once writes (see Idempotency); its records
 	// live in the Fence's store.
 	Idempotency IdempotencyOptions
+	// Refusals throttles the log lines of refused writes and failed
+	// exchanges (a RefusalLog of its own over Logger when nil); share one
+	// with the control API so that one cap holds for both.
+	Refusals *RefusalLog
 }
 
 // New returns the proxy handler: on connections of a GuardListener the
@@ -52,20 +56,24 @@ func New(o Options) http.Handler {
 	if o.Observer == nil {
 		o.Observer = mustObserver()
 	}
-	var h http.Handler = NewProxy(o.Observer.Transport(routeTransport{o.Transport}), o.Logger, o.Observer)
-	h = smallBodies(proxyErrorHandler(o.Logger, o.Observer))(h)
+	if o.Refusals == nil {
+		o.Refusals = NewRefusalLog(o.Logger, RefusalLogOptions{})
+	}
+	o.Idempotency.refusals = o.Refusals
+	var h http.Handler = NewProxy(o.Observer.Transport(routeTransport{o.Transport}), o.Logger, o.Observer, o.Refusals)
+	h = smallBodies(proxyErrorHandler(o.Logger, o.Observer, o.Refusals))(h)
 	h = DeliverBeforeLapse(o.Observer)(h)
 	h = DrainEarlierEpochs(o.Fence.Cached, o.Observer)(h)
 	h = Idempotency(o.Fence.Store(), o.Idempotency, o.Observer, o.Logger)(h)
 	if o.UpstreamTimeout > 0 {
 		h = Deadline(o.UpstreamTimeout)(h)
 	}
-	h = Fencing(o.Fence, o.Routes, o.Observer, o.Logger)(h)
+	h = Fencing(o.Fence, o.Routes, o.Observer, o.Refusals)(h)
 	if o.MaxBodyBytes > 0 {
 		h = LimitBody(o.MaxBodyBytes)(h)
 	}
 	h = MatchRoute(o.Routes)(h)
-	return guarded(o.Logger)(o.Observer.serverHandler(h, "proxy"))
+	return guarded(o.Logger, o.Refusals)(o.Observer.serverHandler(h, "proxy"))
 }
 
 // mustObserver returns an Observer that reports nothing; building it cannot

@@ -45,8 +45,9 @@ func bodyViolation(ctx context.Context) *FramingError {
 // violation, and nothing else: a client sending the same bytes itself gets
 // a request like any other. It restores r.TLS when the guard terminated TLS,
 // and gives the handlers a ResponseWriter whose Hijack turns the
-// connection into a pass-through.
-func guarded(log *slog.Logger) func(http.Handler) http.Handler {
+// connection into a pass-through. Violations are logged through
+// refusals, so that a flood of them is a few lines a second.
+func guarded(log *slog.Logger, refusals *RefusalLog) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			st := connStateFrom(r.Context())
@@ -59,8 +60,10 @@ func guarded(log *slog.Logger) func(http.Handler) http.Handler {
 				i = st.served.Add(1) - 1
 			}
 			if fe := st.syntheticFor(i); fe != nil {
-				log.LogAttrs(r.Context(), slog.LevelWarn, "request framing violated", slog.String("remote", r.RemoteAddr),
-					slog.Int("status", fe.Status), slog.String("error", fe.Detail))
+				if refusals.allow("", "bad-framing", fe.Status) {
+					log.LogAttrs(r.Context(), slog.LevelWarn, "request framing violated", slog.String("remote", r.RemoteAddr),
+						slog.Int("status", fe.Status), slog.String("error", fe.Detail))
+				}
 				writeFramingProblem(w, r, fe)
 				return
 			}

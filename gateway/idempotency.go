@@ -33,6 +33,8 @@ type IdempotencyOptions struct {
 	InFlightFor time.Duration
 	// SettleTimeout bounds the store call that records an outcome.
 	SettleTimeout time.Duration
+
+	refusals *RefusalLog // New's, for the failed exchanges it answers
 }
 
 // InFlightMargin is how much longer than IdempotencyOptions.InFlightFor a
@@ -71,7 +73,7 @@ func Idempotency(store tokens.IdempotencyStore, o IdempotencyOptions, obs *Obser
 		o.TTL = 24 * time.Hour
 	}
 	o.TTL = max(o.TTL, o.InFlightFor+InFlightMargin)
-	fail := proxyErrorHandler(log, obs)
+	fail := proxyErrorHandler(log, obs, o.refusals)
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			ex, _ := exchangeFrom(r.Context())

@@ -244,30 +244,16 @@ func leaseState(l tokens.Lease) LeaseState {
 }
 
 // leaseError answers a lease operation's error (see problemOf), logging
-// what an operator should see: refusals that no retry can cure, refused
-// renewals and releases, and failures with their cause.
+// through the refusal log what an operator should see (leaseErrorLine).
 func (c *control) leaseError(w http.ResponseWriter, r *http.Request, op, name string, err error) {
 	p := problemOf(err)
 	p.Lease = name
-	attrs := []slog.Attr{slog.String("lease", name), slog.String("type", p.Type)}
-	var (
-		owned     *tokens.LeaseOwnedError
-		exhausted *tokens.EpochExhaustedError
-		lost      *tokens.LeaseLostError
-	)
-	switch {
-	case errors.As(err, &owned):
-		c.Logger.LogAttrs(r.Context(), slog.LevelWarn, "lease "+op+" refused: owned by another key",
-			append(attrs, slog.String("owner", owned.Owner), slog.String("caller", owned.Caller))...)
-	case errors.As(err, &exhausted):
-		c.Logger.LogAttrs(r.Context(), slog.LevelError, "lease "+op+" refused: epoch space exhausted",
-			append(attrs, slog.Int64("epoch", exhausted.Epoch))...)
-	case errors.As(err, &lost):
-		c.Logger.LogAttrs(r.Context(), slog.LevelInfo, "lease "+op+" refused", append(attrs, slog.String("holder", lost.Holder),
-			slog.Int64("epoch", lost.Epoch), slog.String("reason", lost.Reason))...)
-	case p.cause != nil:
+	if p.cause != nil {
 		p.Detail = "the store could not confirm the " + op
-		c.Logger.LogAttrs(r.Context(), slog.LevelWarn, "lease "+op+" failed", append(attrs, slog.String("error", p.cause.Error()))...)
+	}
+	if level, msg, attrs := leaseErrorLine(op, err, &p); msg != "" &&
+		c.Refusals.allow(controlRoute(r, "lease "+op), problemDecision(&p), p.Status) {
+		c.Logger.LogAttrs(r.Context(), level, msg, append([]slog.Attr{slog.String("lease", name), slog.String("type", p.Type)}, attrs...)...)
 	}
 	if errors.Is(err, tokens.ErrLeaseNotFound) {
 		p.Detail = "no lease named " + strconv.Quote(name) + " was ever acquired"

@@ -47,13 +47,16 @@ func (t routeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // each request to its route's upstream, streaming bodies both ways, strips
 // the client's fencing headers, the routing headers the fence did not check
 // (tokens.StrippedHeaders) and request trailers, and tells the upstream the
-// admitted epoch and resource.
-func NewProxy(transport http.RoundTripper, log *slog.Logger, obs *Observer) *httputil.ReverseProxy {
+// admitted epoch and resource. Its failed exchanges are logged through
+// refusals (see proxyErrorHandler), the proxy's own complaints (a body cut
+// mid-copy) as structured lines of log.
+func NewProxy(transport http.RoundTripper, log *slog.Logger, obs *Observer, refusals *RefusalLog) *httputil.ReverseProxy {
 	return &httputil.ReverseProxy{
 		Rewrite:      rewrite,
 		Transport:    transport,
 		BufferPool:   newBufferPool(),
-		ErrorHandler: proxyErrorHandler(log, obs),
+		ErrorHandler: proxyErrorHandler(log, obs, refusals),
+		ErrorLog:     slog.NewLogLogger(log.With(slog.String("component", "reverse_proxy")).Handler(), slog.LevelWarn),
 		// Flush streamed responses (no Content-Length) as they arrive.
 		FlushInterval: -1,
 	}
@@ -106,7 +109,11 @@ func isFencingHeader(name string) bool {
 // upstream answered (nginx's 499); nobody receives it.
 const StatusClientClosedRequest = 499
 
-func proxyErrorHandler(log *slog.Logger, obs *Observer) func(http.ResponseWriter, *http.Request, error) {
+// proxyErrorHandler answers an exchange the reverse proxy could not
+// complete, and logs it with the request's context (its trace) and route:
+// a client that went away and an upstream that failed through refusals,
+// so that an upstream outage is a few lines a second.
+func proxyErrorHandler(log *slog.Logger, obs *Observer, refusals *RefusalLog) func(http.ResponseWriter, *http.Request, error) {
 	return func(w http.ResponseWriter, r *http.Request, err error) {
 		rt, _ := RouteFrom(r.Context())
 		if fe := bodyViolation(r.Context()); fe != nil {
@@ -125,8 +132,10 @@ func proxyErrorHandler(log *slog.Logger, obs *Observer) func(http.ResponseWriter
 			return
 		}
 		if errors.Is(err, context.Canceled) && errors.Is(r.Context().Err(), context.Canceled) {
-			log.LogAttrs(r.Context(), slog.LevelInfo, "client went away", slog.String("route", rt.Name),
-				slog.Int("status", StatusClientClosedRequest))
+			if refusals.allow(rt.Name, "client-closed", StatusClientClosedRequest) {
+				log.LogAttrs(r.Context(), slog.LevelInfo, "client went away", slog.String("route", rt.Name),
+					slog.Int("status", StatusClientClosedRequest))
+			}
 			w.WriteHeader(StatusClientClosedRequest)
 			return
 		}
@@ -144,8 +153,10 @@ func proxyErrorHandler(log *slog.Logger, obs *Observer) func(http.ResponseWriter
 		if a, ok := AdmissionFrom(r.Context()); ok {
 			p.Resource, p.PresentedEpoch = a.Resource, epochPtr(a.Epoch)
 		}
-		log.LogAttrs(r.Context(), slog.LevelWarn, "upstream failed", slog.String("route", rt.Name),
-			slog.Int("status", p.Status), slog.String("error", cause.Error()))
+		if refusals.allow(rt.Name, problemDecision(&p), p.Status) {
+			log.LogAttrs(r.Context(), slog.LevelWarn, "upstream failed", slog.String("route", rt.Name),
+				slog.Int("status", p.Status), slog.String("error", cause.Error()))
+		}
 		writeProblem(w, r, p)
 	}
 }

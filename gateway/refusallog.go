@@ -4,108 +4,143 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 )
 
-// RefusalLogInterval is how long identical refusals are counted instead
-// of logged one by one.
+// RefusalLogInterval is how long refusals of one kind are counted instead
+// of logged one by one: the throttle's window.
 const RefusalLogInterval = time.Second
 
-// maxRefusalKinds bounds the kinds of refusal counted in one interval;
-// refusals of further kinds are counted together.
-const maxRefusalKinds = 1024
+// DefaultRefusalLinesPerSecond caps the refusals logged in full per second,
+// all kinds together.
+const DefaultRefusalLinesPerSecond = 20
 
-// refusalLog logs refused writes so that a storm stays readable: the first
-// refusal of a kind (route, decision, status, resource, epochs, holder) in
-// an interval is logged at once and in full, with its trace; identical ones
-// after it are counted, and the count is logged as one line when the
-// interval ends. Spans, metrics and the audit still record every refusal.
-type refusalLog struct {
+// maxRefusalKinds bounds the kinds of refusal counted in one interval (and
+// so the count lines logged when it ends); refusals of further kinds are
+// counted together.
+const maxRefusalKinds = 64
+
+// RefusalLogOptions tune a RefusalLog.
+type RefusalLogOptions struct {
+	// Interval is the throttle's window (RefusalLogInterval when 0).
+	Interval time.Duration
+	// LinesPerSecond caps the refusals logged in full, all kinds
+	// together (DefaultRefusalLinesPerSecond when 0).
+	LinesPerSecond int
+}
+
+// RefusalLog keeps the log readable under a storm of refusals, from the
+// proxy and the control API alike: in each interval, the first refusal of
+// a kind — its route, decision and status, never its epochs, resource or
+// holder, which a storm varies at will — is logged in full, with its
+// trace, as long as the interval's line budget (LinesPerSecond × Interval,
+// all kinds together) lasts. Every other refusal is counted, and when the
+// interval ends each kind with a count is one "refusals suppressed" line
+// (route, decision, status, count). So an interval logs at most its budget
+// plus maxRefusalKinds+1 count lines, whatever the flood. Spans, metrics
+// and the audit still record every refusal. A RefusalLog is safe for
+// concurrent use; it runs no goroutine between storms (a timer flushes an
+// interval that saw refusals).
+type RefusalLog struct {
 	log      *slog.Logger
 	interval time.Duration
+	budget   int // full lines per interval
 
 	mu       sync.Mutex
-	counts   map[refusalKind]int
-	overflow int  // refusals of kinds beyond maxRefusalKinds this interval
-	pending  bool // a flush is scheduled
+	lines    int                 // full lines logged this interval
+	counts   map[refusalKind]int // suppressed refusals this interval, by kind
+	overflow int                 // suppressed refusals of kinds beyond maxRefusalKinds
+	pending  bool                // a flush is scheduled
 }
 
 // refusalKind is what makes two refusals the same for the log.
 type refusalKind struct {
-	route, decision, resource, holder string
-	status                            int
-	presented, current                int64
+	route, decision string
+	status          int
 }
 
-func newRefusalLog(log *slog.Logger, interval time.Duration) *refusalLog {
-	return &refusalLog{log: log, interval: interval, counts: make(map[refusalKind]int)}
+// NewRefusalLog returns a RefusalLog that writes to log.
+func NewRefusalLog(log *slog.Logger, o RefusalLogOptions) *RefusalLog {
+	if o.Interval <= 0 {
+		o.Interval = RefusalLogInterval
+	}
+	if o.LinesPerSecond <= 0 {
+		o.LinesPerSecond = DefaultRefusalLinesPerSecond
+	}
+	budget := int(float64(o.LinesPerSecond) * o.Interval.Seconds())
+	return &RefusalLog{log: log, interval: o.Interval, budget: max(budget, 1), counts: make(map[refusalKind]int)}
 }
 
-// refused logs (or counts) one refused write.
-func (l *refusalLog) refused(r *http.Request, a Admission, p *Problem) {
-	k := refusalKind{route: p.Route, decision: string(p.Decision()), resource: p.Resource, holder: a.Holder, status: p.Status}
-	if p.PresentedEpoch != nil {
-		k.presented = *p.PresentedEpoch
+// allow reports whether a refusal of route, decision and status may be
+// logged in full now; when it may not, the refusal is counted for the
+// interval's count lines. A nil RefusalLog allows every line.
+func (l *RefusalLog) allow(route, decision string, status int) bool {
+	if l == nil {
+		return true
 	}
-	if p.CurrentEpoch != nil {
-		k.current = *p.CurrentEpoch
-	}
+	k := refusalKind{route: route, decision: decision, status: status}
 	l.mu.Lock()
-	n, seen := l.counts[k]
-	first := false
-	switch {
-	case seen:
-		l.counts[k] = n + 1
-	case len(l.counts) >= maxRefusalKinds:
-		l.overflow++
-	default:
-		l.counts[k] = 0
-		first = true
-	}
+	defer l.mu.Unlock()
 	if !l.pending {
 		l.pending = true
 		time.AfterFunc(l.interval, l.flush)
 	}
-	l.mu.Unlock()
-	if first {
-		logRefusal(l.log, r, a, p)
+	n, seen := l.counts[k]
+	switch {
+	case !seen && l.lines < l.budget && len(l.counts) < maxRefusalKinds:
+		l.counts[k] = 0 // the kind's first line this interval
+		l.lines++
+		return true
+	case seen:
+		l.counts[k] = n + 1
+	case len(l.counts) < maxRefusalKinds:
+		l.counts[k] = 1
+	default:
+		l.overflow++
 	}
+	return false
+}
+
+// logger is where the lines go: slog.Default() for a nil RefusalLog.
+func (l *RefusalLog) logger() *slog.Logger {
+	if l == nil {
+		return slog.Default()
+	}
+	return l.log
 }
 
 // flush logs the counts of the interval that ended and starts another.
-func (l *refusalLog) flush() {
+func (l *RefusalLog) flush() {
 	l.mu.Lock()
 	counts, overflow := l.counts, l.overflow
-	l.counts, l.overflow, l.pending = make(map[refusalKind]int), 0, false
+	l.counts, l.overflow, l.lines, l.pending = make(map[refusalKind]int), 0, 0, false
 	l.mu.Unlock()
 	ctx := context.Background()
+	every := l.interval.String()
 	for k, n := range counts {
 		if n == 0 {
 			continue
 		}
 		level := slog.LevelInfo
-		if k.status == http.StatusServiceUnavailable {
+		if k.status >= http.StatusInternalServerError {
 			level = slog.LevelWarn
 		}
-		attrs := []slog.Attr{slog.Int("count", n), slog.String("interval", l.interval.String()),
-			slog.String("decision", k.decision), slog.String("route", k.route), slog.Int("status", k.status)}
-		if k.resource != "" {
-			attrs = append(attrs, slog.String("resource", k.resource))
-		}
-		if k.presented != 0 {
-			attrs = append(attrs, slog.Int64("presented_epoch", k.presented))
-		}
-		if k.current != 0 {
-			attrs = append(attrs, slog.Int64("current_epoch", k.current))
-		}
-		if k.holder != "" {
-			attrs = append(attrs, slog.String("holder", k.holder))
-		}
-		l.log.LogAttrs(ctx, level, "fenced writes refused again", attrs...)
+		l.log.LogAttrs(ctx, level, "refusals suppressed", slog.Int("count", n), slog.String("interval", every),
+			slog.String("route", k.route), slog.String("decision", k.decision), slog.Int("status", k.status))
 	}
 	if overflow > 0 {
-		l.log.LogAttrs(ctx, slog.LevelWarn, "fenced writes refused, of more kinds than are logged one by one",
-			slog.Int("count", overflow), slog.String("interval", l.interval.String()))
+		l.log.LogAttrs(ctx, slog.LevelWarn, "refusals suppressed, of more kinds than are counted one by one",
+			slog.Int("count", overflow), slog.String("interval", every))
 	}
+}
+
+// problemDecision names a problem's kind for the refusal log: its fencing
+// decision, or else its problem type's last part (lease-lost, upstream).
+func problemDecision(p *Problem) string {
+	if d := p.Decision(); d != "" {
+		return string(d)
+	}
+	return p.Type[strings.LastIndexByte(p.Type, ':')+1:]
 }

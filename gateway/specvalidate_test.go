@@ -20,6 +20,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
+	"golang.org/x/text/unicode/norm"
 
 	"github.com/fencegw/fencegw/gateway"
 )
@@ -207,6 +208,17 @@ func init() {
 	for _, ct := range []string{"text/event-stream", "text/html", "text/css", "text/javascript"} {
 		openapi3filter.RegisterBodyDecoder(ct, openapi3filter.PlainBodyDecoder)
 	}
+}
+
+// A Name's format, the one rule of a name no pattern can state (the
+// request filter reads only the library's global formats).
+func init() {
+	openapi3.DefineStringFormatValidator("unicode-nfc", openapi3.NewCallbackValidator(func(s string) error {
+		if !norm.NFC.IsNormalString(s) {
+			return errors.New("not in Unicode normalization form C")
+		}
+		return nil
+	}))
 }
 
 var (

@@ -108,7 +108,9 @@ func (s *Server) httpServer(h http.Handler) *http.Server {
 		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout.D(),
 		IdleTimeout:       s.cfg.IdleTimeout.D(),
 		MaxHeaderBytes:    s.cfg.MaxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		// net/http's own complaints (TLS handshakes, panics) as
+		// structured lines, apart from the requests' lines.
+		ErrorLog: slog.NewLogLogger(s.log.With(slog.String("component", "http_server")).Handler(), slog.LevelWarn),
 	}
 }
 

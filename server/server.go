@@ -155,7 +155,8 @@ func New(ctx context.Context, c config.Config, o Options) (s *Server, err error)
 	}
 	s.routes = gateway.NewRoutes(table)
 	s.fence = tokens.NewFence(s.obs.ObserveStore(s.store), tokens.FenceOptions{StoreTimeout: c.StoreTimeout.D()})
-	s.proxy = gateway.New(gateway.Options{Routes: s.routes, Fence: s.fence, Transport: s.transport, Logger: s.log,
+	refusals := gateway.NewRefusalLog(s.log, gateway.RefusalLogOptions{LinesPerSecond: c.LogRefusalsPerSecond})
+	s.proxy = gateway.New(gateway.Options{Routes: s.routes, Fence: s.fence, Transport: s.transport, Logger: s.log, Refusals: refusals,
 		MaxBodyBytes: c.MaxBodyBytes, UpstreamTimeout: c.UpstreamTimeout.D(), Observer: s.obs,
 		Idempotency: gateway.IdempotencyOptions{TTL: c.Idempotency.TTL.D(), MaxAnswerBytes: c.Idempotency.MaxAnswerBytes,
 			// A write is in flight at most UpstreamTimeout; its outcome
@@ -168,7 +169,7 @@ func New(ctx context.Context, c config.Config, o Options) (s *Server, err error)
 	s.control = gateway.NewControlAPI(gateway.ControlOptions{Fence: s.fence, Logger: s.log, Issuer: s.auth,
 		JWKS: s.auth.Keys.JWKS, Keys: apiKeys(c), Observer: s.obs, Metrics: metrics, Draining: &s.draining,
 		Pprof: c.Telemetry.Pprof, LockDelay: c.LockDelay.D(), Stopping: s.stopping,
-		WatchHeartbeat: o.WatchHeartbeat, UITraceURL: c.UI.TraceURL,
+		WatchHeartbeat: o.WatchHeartbeat, UITraceURL: c.UI.TraceURL, Refusals: refusals,
 		WatchWriteTimeout: c.Watch.WriteTimeout.D(), MaxWatchers: c.Watch.MaxWatchers})
 	s.stopPurge, s.purged = make(chan struct{}), make(chan struct{})
 	go s.purgeLoop(s.stopPurge, s.purged)

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"unicode"
-	"unicode/utf8"
 )
 
 // MaxResourceLen is the longest resource name, in bytes, that fencegw accepts.
@@ -43,32 +41,6 @@ func ParseEpoch(s string) (int64, error) {
 func ValidateEpoch(epoch int64) error {
 	if epoch <= 0 {
 		return fmt.Errorf("%w: %d is not positive", ErrInvalidEpoch, epoch)
-	}
-	return nil
-}
-
-// ValidateResource reports whether name is a legal resource name: 1 to
-// MaxResourceLen bytes of valid UTF-8 without control or space characters
-// other than the ASCII space, which may not start or end it (a header
-// value loses its outer spaces in transit, so the upstream would read
-// another name in Fencing-Resource).
-func ValidateResource(name string) error {
-	if name == "" {
-		return fmt.Errorf("%w: empty name", ErrInvalidResource)
-	}
-	if len(name) > MaxResourceLen {
-		return fmt.Errorf("%w: longer than %d bytes", ErrInvalidResource, MaxResourceLen)
-	}
-	if !utf8.ValidString(name) {
-		return fmt.Errorf("%w: not valid UTF-8", ErrInvalidResource)
-	}
-	if name[0] == ' ' || name[len(name)-1] == ' ' {
-		return fmt.Errorf("%w: starts or ends with a space", ErrInvalidResource)
-	}
-	for _, r := range name {
-		if unicode.IsControl(r) || (unicode.IsSpace(r) && r != ' ') {
-			return fmt.Errorf("%w: contains control or space character %U", ErrInvalidResource, r)
-		}
 	}
 	return nil
 }

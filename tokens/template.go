@@ -66,7 +66,25 @@ func ParseTemplate(src string) (*Template, error) {
 		t.parts = append(t.parts, p)
 		rest = rest[open+end+1:]
 	}
+	if err := ValidateResource(t.sample()); err != nil {
+		return nil, fmt.Errorf("its text cannot be part of a name: %w", err)
+	}
 	return t, nil
+}
+
+// sample renders t with "x" for every placeholder: text that no request
+// can turn into a valid name (a control or format character, an outer
+// space) fails ValidateResource here already.
+func (t *Template) sample() string {
+	var b strings.Builder
+	for _, p := range t.parts {
+		if p.kind == literal {
+			b.WriteString(p.text)
+		} else {
+			b.WriteByte('x')
+		}
+	}
+	return b.String()
 }
 
 func parsePlaceholder(s string) (part, error) {
