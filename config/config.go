@@ -93,6 +93,8 @@ type Config struct {
 	Audit Audit `yaml:"audit"`
 	// UI tunes the timeline page at /ui/ on the control API.
 	UI UI `yaml:"ui"`
+	// Control tunes the control API's defences against web pages.
+	Control Control `yaml:"control"`
 	// Routes are the proxied paths.
 	Routes []Route `yaml:"routes"`
 }

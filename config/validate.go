@@ -64,6 +64,7 @@ func (c *Config) Validate() error {
 		bad("lock_delay", "must be from 0 to %s, got %s", tokens.MaxLockDelay, d)
 	}
 	validateAudit(c.Audit, bad)
+	validateControl(c.Control, bad)
 	validateConnBudget(c, bad)
 	if err := CheckTraceURL(c.UI.TraceURL); err != nil {
 		bad("ui.trace_url", "%v", err)

@@ -54,6 +54,9 @@ type ControlOptions struct {
 	Stopping <-chan struct{}
 	// UITraceURL links trace ids on the timeline page (see NewUI).
 	UITraceURL string
+	// Browser keeps the control API safe within a web browser's reach: the
+	// Host and Origin every request must have (see BrowserOptions).
+	Browser BrowserOptions
 }
 
 // NewControlAPI returns the control API handler, served on its own listener:
@@ -74,6 +77,12 @@ type ControlOptions struct {
 //
 // With API keys, the lease endpoints need a key allowed for the lease name
 // and the fence endpoint an admin key; the others are open.
+//
+// Whatever the keys, a request whose Host is not a name of the control API
+// is answered 421, one whose Origin is not its own (or allowed) 403, and a
+// POST or DELETE with a body or a Content-Type other than application/json
+// 415 (see BrowserOptions): no web page can make a browser change state
+// here, nor read what it serves.
 //
 // With API keys, a grant is owned by the key that acquired it (its name is
 // recorded in the store, so every replica and every restart agrees). Renew,
@@ -117,7 +126,7 @@ func NewControlRouter(o ControlOptions) chi.Router {
 	o = o.withDefaults()
 	c := &control{ControlOptions: o}
 	r := chi.NewRouter()
-	r.Use(nameSpanByRoute)
+	r.Use(nameSpanByRoute, o.Browser.guardBrowser)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, refuse(KindNotFound, "no control API endpoint at "+r.URL.Path))
 	})
@@ -149,7 +158,7 @@ func NewControlRouter(o ControlOptions) chi.Router {
 	r.Group(func(r chi.Router) {
 		r.Use(o.Keys.requireKey(func(k *APIKey, _ *http.Request) bool { return k.Admin }))
 		r.Get("/v1/fences/{resource}", c.getFence)
-		r.Delete("/v1/idempotency/{resource}/{key}", c.forgetIdemKey)
+		r.With(requireJSON).Delete("/v1/idempotency/{resource}/{key}", c.forgetIdemKey)
 		r.Get("/v1/audit/rejections", c.rejections)
 		r.Get("/v1/audit/leases", c.leaseHistory)
 		if o.Pprof {

@@ -168,7 +168,7 @@ func New(ctx context.Context, c config.Config, o Options) (s *Server, err error)
 	s.control = gateway.NewControlAPI(gateway.ControlOptions{Fence: s.fence, Logger: s.log, Issuer: s.auth,
 		JWKS: s.auth.Keys.JWKS, Keys: apiKeys(c), Observer: s.obs, Metrics: metrics, Draining: &s.draining,
 		Pprof: c.Telemetry.Pprof, LockDelay: c.LockDelay.D(), Stopping: s.stopping,
-		WatchHeartbeat: o.WatchHeartbeat, UITraceURL: c.UI.TraceURL})
+		WatchHeartbeat: o.WatchHeartbeat, UITraceURL: c.UI.TraceURL, Browser: browserOptions(c)})
 	s.stopPurge, s.purged = make(chan struct{}), make(chan struct{})
 	go s.purgeLoop(s.stopPurge, s.purged)
 	var auditCtx context.Context
