@@ -12,7 +12,7 @@ import (
 // entry is an error naming its index.
 func TestControlBrowserKeys(t *testing.T) {
 	for yml, want := range map[string]string{
-		"control: {allowed_hosts: [fencegw.internal, 10.0.0.5, '::1', '[fe80::1]']}": "",
+		"control: {allowed_hosts: [fencegw.internal, 10.0.0.5, '::1', '[fe80::1]']}":   "",
 		"control: {allowed_origins: ['https://ops.example', 'http://127.0.0.1:8081']}": "",
 		"control: {allowed_hosts: [a, 'fencegw.internal:8081']}":                       "control.allowed_hosts[1]: \"fencegw.internal:8081\"",
 		"control: {allowed_hosts: ['http://x']}":                                       "control.allowed_hosts[0]",
