@@ -107,6 +107,9 @@ type Telemetry struct {
 	// Pprof serves Go's profiles under /debug/pprof/ on the control API
 	// (an admin key when api_keys are set; loopback only otherwise).
 	Pprof bool `yaml:"pprof"`
+	// MetricsPublic serves /metrics without a key when api_keys are set
+	// (a scraper on a private network); by default it needs one (any).
+	MetricsPublic bool `yaml:"metrics_public"`
 }
 
 // Audit tunes the durable audit: refused writes and lease history, kept

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
@@ -34,8 +35,11 @@ type ControlOptions struct {
 	Keys APIKeys
 	// Observer reports spans, lease metrics and serves the audit.
 	Observer *Observer
-	// Metrics serves GET /metrics; nil serves 404.
+	// Metrics serves GET /metrics; nil serves 404. With Keys, a caller
+	// needs a key (any key) unless MetricsPublic.
 	Metrics http.Handler
+	// MetricsPublic serves /metrics without a key even when Keys are set.
+	MetricsPublic bool
 	// Pprof serves Go's runtime profiles under /debug/pprof/ to admin
 	// keys (to every caller without keys, when the control API serves on
 	// loopback only).
@@ -74,6 +78,9 @@ type ControlOptions struct {
 //	GET  /v1/audit/rejections          refused writes, cluster-wide (admin)
 //	GET  /v1/audit/leases              lease history, cluster-wide (admin)
 //	GET  /ui/                          the leader timeline page (see NewUI)
+//	GET  /metrics                      the metrics (a key with Keys, unless MetricsPublic)
+//
+// HEAD is answered wherever GET is, with GET's status and headers.
 //
 // With API keys, the lease endpoints need a key allowed for the lease name
 // and the fence endpoint an admin key; the others are open.
@@ -126,7 +133,8 @@ func NewControlRouter(o ControlOptions) chi.Router {
 	o = o.withDefaults()
 	c := &control{ControlOptions: o}
 	r := chi.NewRouter()
-	r.Use(nameSpanByRoute, o.Browser.guardBrowser)
+	// HEAD is answered wherever GET is: GET's handler, without the body.
+	r.Use(nameSpanByRoute, o.Browser.guardBrowser, middleware.GetHead)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, refuse(KindNotFound, "no control API endpoint at "+r.URL.Path))
 	})
@@ -146,7 +154,11 @@ func NewControlRouter(o ControlOptions) chi.Router {
 	r.Get("/ui/", ui.ServeHTTP)
 	r.Get("/ui/{asset}", ui.ServeHTTP)
 	if o.Metrics != nil {
-		r.Method(http.MethodGet, "/metrics", o.Metrics)
+		metrics := o.Metrics
+		if !o.MetricsPublic {
+			metrics = o.Keys.requireKey(func(*APIKey, *http.Request) bool { return true })(metrics)
+		}
+		r.Method(http.MethodGet, "/metrics", metrics)
 	}
 	r.Group(func(r chi.Router) {
 		r.Use(o.Keys.requireKey(func(k *APIKey, r *http.Request) bool {
@@ -223,7 +235,8 @@ func allowedMethods(router chi.Routes, path string) []string {
 	var allowed []string
 	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
 		http.MethodDelete, http.MethodOptions} {
-		if router.Match(chi.NewRouteContext(), m, path) {
+		if router.Match(chi.NewRouteContext(), m, path) ||
+			(m == http.MethodHead && router.Match(chi.NewRouteContext(), http.MethodGet, path)) {
 			allowed = append(allowed, m)
 		}
 	}

@@ -91,6 +91,9 @@ func (c *control) watchLease(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	rc.Flush()
+	if r.Method == http.MethodHead {
+		return // the head is the whole answer
+	}
 	every := c.WatchHeartbeat
 	if every <= 0 {
 		every = DefaultWatchHeartbeat

@@ -166,7 +166,7 @@ func New(ctx context.Context, c config.Config, o Options) (s *Server, err error)
 		metrics = o.Telemetry.MetricsHandler()
 	}
 	s.control = gateway.NewControlAPI(gateway.ControlOptions{Fence: s.fence, Logger: s.log, Issuer: s.auth,
-		JWKS: s.auth.Keys.JWKS, Keys: apiKeys(c), Observer: s.obs, Metrics: metrics, Draining: &s.draining,
+		JWKS: s.auth.Keys.JWKS, Keys: apiKeys(c), Observer: s.obs, Metrics: metrics, MetricsPublic: c.Telemetry.MetricsPublic, Draining: &s.draining,
 		Pprof: c.Telemetry.Pprof, LockDelay: c.LockDelay.D(), Stopping: s.stopping,
 		WatchHeartbeat: o.WatchHeartbeat, UITraceURL: c.UI.TraceURL, Browser: browserOptions(c)})
 	s.stopPurge, s.purged = make(chan struct{}), make(chan struct{})
