@@ -81,6 +81,11 @@ type Config struct {
 	APITLS *ListenerTLS `yaml:"api_tls"`
 	// Signing configures the token authority's signed tokens.
 	Signing Signing `yaml:"signing"`
+	// InsecureKeyFilePermissions starts the gateway, with a warning, when a
+	// private key file (signing.key_file, tls.key_file, api_tls.key_file)
+	// may be read by other users: world-readable, or group-readable by a
+	// group the process is not in. By default that refuses to start.
+	InsecureKeyFilePermissions bool `yaml:"insecure_key_file_permissions"`
 	// APIKeys authenticate control API callers. Without any, the control
 	// API serves on loopback addresses only.
 	APIKeys []APIKey `yaml:"api_keys"`

@@ -118,6 +118,9 @@ func New(ctx context.Context, c config.Config, o Options) (s *Server, err error)
 			built.Close()
 		}
 	}()
+	if err = checkKeyFiles(c, s.log); err != nil {
+		return nil, err
+	}
 	if s.clock, s.stopClock, err = newClock(o.Clock, os.Getenv, s.log); err != nil {
 		return nil, err
 	}
