@@ -249,8 +249,8 @@ func (c *specChecker) checkControl(test string, r *http.Request, body []byte, re
 		}
 	}
 	op := route.Operation
-	// The lease endpoints read their body as JSON whatever its Content-Type
-	// (the spec says so); validate an unlabelled body as what it is read as.
+	// An unlabelled body is refused (415) before it is read; validate it as
+	// the JSON it would have to be, so that the spec judges the body.
 	if op.RequestBody != nil && vr.Header.Get("Content-Type") == "" {
 		vr.Header.Set("Content-Type", "application/json")
 	}
