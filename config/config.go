@@ -85,6 +85,11 @@ type Config struct {
 	APITLS *ListenerTLS `yaml:"api_tls"`
 	// Signing configures the token authority's signed tokens.
 	Signing Signing `yaml:"signing"`
+	// InsecureKeyFilePermissions starts the gateway, with a warning, when a
+	// private key file (signing.key_file, tls.key_file, api_tls.key_file)
+	// may be read by other users: world-readable, or group-readable by a
+	// group the process is not in. By default that refuses to start.
+	InsecureKeyFilePermissions bool `yaml:"insecure_key_file_permissions"`
 	// APIKeys authenticate control API callers. Without any, the control
 	// API serves on loopback addresses only.
 	APIKeys []APIKey `yaml:"api_keys"`
@@ -99,6 +104,8 @@ type Config struct {
 	UI UI `yaml:"ui"`
 	// Watch tunes the lease watch streams.
 	Watch Watch `yaml:"watch"`
+	// Control tunes the control API's defences against web pages.
+	Control Control `yaml:"control"`
 	// Routes are the proxied paths.
 	Routes []Route `yaml:"routes"`
 }
@@ -111,6 +118,9 @@ type Telemetry struct {
 	// Pprof serves Go's profiles under /debug/pprof/ on the control API
 	// (an admin key when api_keys are set; loopback only otherwise).
 	Pprof bool `yaml:"pprof"`
+	// MetricsPublic serves /metrics without a key when api_keys are set
+	// (a scraper on a private network); by default it needs one (any).
+	MetricsPublic bool `yaml:"metrics_public"`
 }
 
 // Audit tunes the durable audit: refused writes and lease history, kept

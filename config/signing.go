@@ -40,6 +40,7 @@ func (s *Signing) validate() []error {
 func validateAPIKeys(keys []APIKey) []error {
 	var errs []error
 	names := map[string]bool{}
+	hashes := map[string]int{} // the index of the first key of each hash
 	for i, k := range keys {
 		at := fmt.Sprintf("api_keys[%d]", i)
 		bad := func(field, format string, args ...any) {
@@ -56,6 +57,11 @@ func validateAPIKeys(keys []APIKey) []error {
 		names[k.Name] = true
 		if b, err := hex.DecodeString(k.SHA256); err != nil || len(b) != sha256.Size {
 			bad("sha256", "must be 64 hex digits (the key's SHA-256; see fencegw keys api-key)")
+		} else if j, dup := hashes[string(b)]; dup {
+			// One secret would be two keys, and the last one would decide.
+			bad("sha256", "the same key as api_keys[%d] (%q): each key needs its own secret", j, keys[j].Name)
+		} else {
+			hashes[string(b)] = i
 		}
 		if len(k.Leases) == 0 && !k.Admin {
 			bad("leases", "a non-admin key needs at least one lease-name pattern")

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 )
 
 // ListenerTLS serves a listener over TLS.
@@ -44,14 +45,24 @@ func (t *ListenerTLS) validate(at string, clientCAs bool) []error {
 	return errs
 }
 
+// tls12Suites are the TLS 1.2 cipher suites a listener offers: forward
+// secret (ECDHE) and AEAD only, so no CBC mode, SHA-1 MAC or RSA key
+// exchange. TLS 1.3's suites are all AEAD and not configurable.
+var tls12Suites = []uint16{
+	tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+	tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384, tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+	tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256, tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+}
+
 // ServerConfig returns the listener's TLS configuration: TLS 1.2 or later,
-// with client certificates required and verified when ClientCAFile is set.
+// TLS 1.2 with forward-secret AEAD suites only, with client certificates
+// required and verified when ClientCAFile is set.
 func (t *ListenerTLS) ServerConfig() (*tls.Config, error) {
 	cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
 	if err != nil {
 		return nil, err
 	}
-	c := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{cert}}
+	c := &tls.Config{MinVersion: tls.VersionTLS12, CipherSuites: slices.Clone(tls12Suites), Certificates: []tls.Certificate{cert}}
 	if t.ClientCAFile != "" {
 		if c.ClientCAs, err = loadPool(t.ClientCAFile); err != nil {
 			return nil, err

@@ -65,6 +65,7 @@ func (c *Config) Validate() error {
 		bad("lock_delay", "must be from 0s to %s in whole milliseconds, got %s", tokens.MaxLockDelay, d)
 	}
 	validateAudit(c.Audit, bad)
+	validateControl(c.Control, bad)
 	validateConnBudget(c, bad)
 	validateWatch(c.Watch, bad)
 	if err := CheckTraceURL(c.UI.TraceURL); err != nil {

@@ -64,6 +64,15 @@ const (
 	// TypeTooManyWatchers (503): the process serves watch.max_watchers
 	// lease watches already; Retry-After says when to try again.
 	TypeTooManyWatchers = "urn:fencegw:problem:too-many-watchers"
+	// TypeMisdirected (421): the control API's Host header is not a name
+	// of it (DNS rebinding); see BrowserOptions.
+	TypeMisdirected = "urn:fencegw:problem:misdirected"
+	// TypeCrossOrigin (403): the request came from a web page of another
+	// origin; see BrowserOptions.
+	TypeCrossOrigin = "urn:fencegw:problem:cross-origin"
+	// TypeUnsupportedMedia (415): a control API request that changes state
+	// did not send its body as application/json.
+	TypeUnsupportedMedia = "urn:fencegw:problem:unsupported-media-type"
 )
 
 // ProblemKind is one entry of the problem catalogue: a kind of answer the
@@ -122,7 +131,10 @@ var (
 	KindInternal       = ProblemKind{TypeInternal, "Internal error", http.StatusInternalServerError, "", 0}
 	KindDraining       = ProblemKind{TypeDraining, "Shutting down", http.StatusServiceUnavailable, "", 1}
 
-	KindTooManyWatchers = ProblemKind{TypeTooManyWatchers, "Too many lease watches", http.StatusServiceUnavailable, "", 5}
+	KindTooManyWatchers  = ProblemKind{TypeTooManyWatchers, "Too many lease watches", http.StatusServiceUnavailable, "", 5}
+	KindMisdirected      = ProblemKind{TypeMisdirected, "Host not served here", http.StatusMisdirectedRequest, "", 0}
+	KindCrossOrigin      = ProblemKind{TypeCrossOrigin, "Cross-origin request refused", http.StatusForbidden, "", 0}
+	KindUnsupportedMedia = ProblemKind{TypeUnsupportedMedia, "Body must be application/json", http.StatusUnsupportedMediaType, "", 0}
 )
 
 // ProblemKinds returns the whole catalogue (openapi.yaml is checked
@@ -132,7 +144,7 @@ func ProblemKinds() []ProblemKind {
 		KindEpochNotIssued, KindBadResource, KindStoreUnavailable, KindBadPath, KindBadMethod, KindNoRoute, KindBodyTooLarge,
 		KindBadFraming, KindHeadTooLarge, KindCodingUnknown, KindUpstream, KindUpstreamSlow, KindLeaseHeld, KindLeaseLost,
 		KindLeaseOwned, KindEpochExhausted, KindLockDelay, KindNotFound, KindNotAllowed, KindBadRequest, KindUnauthorized, KindForbidden,
-		KindInternal, KindDraining, KindTooManyWatchers, KindRawOnLeased}
+		KindInternal, KindDraining, KindTooManyWatchers, KindRawOnLeased, KindMisdirected, KindCrossOrigin, KindUnsupportedMedia}
 }
 
 // answer is an error the gateway answers with a kind of its own choosing

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
@@ -34,8 +35,11 @@ type ControlOptions struct {
 	Keys APIKeys
 	// Observer reports spans, lease metrics and serves the audit.
 	Observer *Observer
-	// Metrics serves GET /metrics; nil serves 404.
+	// Metrics serves GET /metrics; nil serves 404. With Keys, a caller
+	// needs a key (any key) unless MetricsPublic.
 	Metrics http.Handler
+	// MetricsPublic serves /metrics without a key even when Keys are set.
+	MetricsPublic bool
 	// Pprof serves Go's runtime profiles under /debug/pprof/ to admin
 	// keys (to every caller without keys, when the control API serves on
 	// loopback only).
@@ -64,6 +68,9 @@ type ControlOptions struct {
 	// Refusals throttles the log lines of refused and failed lease calls
 	// (a RefusalLog of its own over Logger when nil); share the proxy's.
 	Refusals *RefusalLog
+	// Browser keeps the control API safe within a web browser's reach: the
+	// Host and Origin every request must have (see BrowserOptions).
+	Browser BrowserOptions
 }
 
 // NewControlAPI returns the control API handler, served on its own listener:
@@ -81,9 +88,18 @@ type ControlOptions struct {
 //	GET  /v1/audit/rejections          refused writes, cluster-wide (admin)
 //	GET  /v1/audit/leases              lease history, cluster-wide (admin)
 //	GET  /ui/                          the leader timeline page (see NewUI)
+//	GET  /metrics                      the metrics (a key with Keys, unless MetricsPublic)
+//
+// HEAD is answered wherever GET is, with GET's status and headers.
 //
 // With API keys, the lease endpoints need a key allowed for the lease name
 // and the fence endpoint an admin key; the others are open.
+//
+// Whatever the keys, a request whose Host is not a name of the control API
+// is answered 421, one whose Origin is not its own (or allowed) 403, and a
+// POST or DELETE with a body or a Content-Type other than application/json
+// 415 (see BrowserOptions): no web page can make a browser change state
+// here, nor read what it serves.
 //
 // With API keys, a grant is owned by the key that acquired it (its name is
 // recorded in the store, so every replica and every restart agrees). Renew,
@@ -133,7 +149,8 @@ func NewControlRouter(o ControlOptions) chi.Router {
 		c.hub = newWatchHub(o.Fence.Store(), o.Fence.Lease, o.MaxWatchers)
 	}
 	r := chi.NewRouter()
-	r.Use(nameSpanByRoute)
+	// HEAD is answered wherever GET is: GET's handler, without the body.
+	r.Use(nameSpanByRoute, o.Browser.guardBrowser, middleware.GetHead)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, refuse(KindNotFound, "no control API endpoint at "+r.URL.Path))
 	})
@@ -153,7 +170,11 @@ func NewControlRouter(o ControlOptions) chi.Router {
 	r.Get("/ui/", ui.ServeHTTP)
 	r.Get("/ui/{asset}", ui.ServeHTTP)
 	if o.Metrics != nil {
-		r.Method(http.MethodGet, "/metrics", o.Metrics)
+		metrics := o.Metrics
+		if !o.MetricsPublic {
+			metrics = o.Keys.requireKey(func(*APIKey, *http.Request) bool { return true })(metrics)
+		}
+		r.Method(http.MethodGet, "/metrics", metrics)
 	}
 	r.Group(func(r chi.Router) {
 		r.Use(o.Keys.requireKey(func(k *APIKey, r *http.Request) bool {
@@ -165,7 +186,7 @@ func NewControlRouter(o ControlOptions) chi.Router {
 	r.Group(func(r chi.Router) {
 		r.Use(o.Keys.requireKey(func(k *APIKey, _ *http.Request) bool { return k.Admin }))
 		r.Get("/v1/fences/{resource}", c.getFence)
-		r.Delete("/v1/idempotency/{resource}/{key}", c.forgetIdemKey)
+		r.With(requireJSON).Delete("/v1/idempotency/{resource}/{key}", c.forgetIdemKey)
 		r.Get("/v1/audit/rejections", c.rejections)
 		r.Get("/v1/audit/leases", c.leaseHistory)
 		if o.Pprof {
@@ -231,7 +252,8 @@ func allowedMethods(router chi.Routes, path string) []string {
 	var allowed []string
 	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
 		http.MethodDelete, http.MethodOptions} {
-		if router.Match(chi.NewRouteContext(), m, path) {
+		if router.Match(chi.NewRouteContext(), m, path) ||
+			(m == http.MethodHead && router.Match(chi.NewRouteContext(), http.MethodGet, path)) {
 			allowed = append(allowed, m)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -259,6 +260,8 @@ type gatewayOptions struct {
 	idemTTL time.Duration
 	// maxWatchers is watch.max_watchers (the default when 0).
 	maxWatchers int
+	// control is the control API's browser defences (control.*).
+	control config.Control
 }
 
 // tokensEpochSource abbreviates the epoch source type in tables.
@@ -286,6 +289,7 @@ func newGatewayWith(t *testing.T, store tokens.Store, up *upstream, o gatewayOpt
 		c.UpstreamTimeout = config.Duration(o.upstreamTimeout)
 	}
 	c.Audit.Replica = o.replica
+	c.Control = o.control
 	c.UI.TraceURL = o.traceURL
 	if o.maxWatchers > 0 {
 		c.Watch.MaxWatchers = o.maxWatchers
@@ -396,6 +400,11 @@ func do(t *testing.T, method, target string, header map[string]string, body stri
 	req, err := http.NewRequest(method, target, bytes.NewBufferString(body))
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The control API takes state changes as JSON only: its calls say so
+	// unless the test names a Content-Type itself.
+	if _, named := header["Content-Type"]; !named && body != "" && strings.HasPrefix(req.URL.Path, "/v1/") {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	for k, v := range header {
 		req.Header.Set(k, v)

@@ -75,9 +75,10 @@ type holderRequest struct {
 const maxLeaseBody = 64 << 10
 
 func (c *control) mountLeases(r chi.Router) {
-	r.Post("/v1/leases/{name}/acquire", c.acquire)
-	r.Post("/v1/leases/{name}/renew", c.renew)
-	r.Post("/v1/leases/{name}/release", c.release)
+	changes := r.With(requireJSON)
+	changes.Post("/v1/leases/{name}/acquire", c.acquire)
+	changes.Post("/v1/leases/{name}/renew", c.renew)
+	changes.Post("/v1/leases/{name}/release", c.release)
 	r.Get("/v1/leases/{name}", c.getLease)
 	r.Get("/v1/leases/{name}/watch", c.watchLease)
 }

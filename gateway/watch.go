@@ -67,6 +67,10 @@ func (c *control) watchLease(w http.ResponseWriter, r *http.Request) {
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		_ = http.NewResponseController(w).Flush()
+		return // the head is the whole answer
+	}
 	out := newSSEWriter(w, c.WatchWriteTimeout, c.Stopping)
 	defer out.close()
 	var buf []byte

@@ -118,6 +118,9 @@ func New(ctx context.Context, c config.Config, o Options) (s *Server, err error)
 			built.Close()
 		}
 	}()
+	if err = checkKeyFiles(c, s.log); err != nil {
+		return nil, err
+	}
 	if s.clock, s.stopClock, err = newClock(o.Clock, os.Getenv, s.log); err != nil {
 		return nil, err
 	}
@@ -167,9 +170,9 @@ func New(ctx context.Context, c config.Config, o Options) (s *Server, err error)
 		metrics = o.Telemetry.MetricsHandler()
 	}
 	s.control = gateway.NewControlAPI(gateway.ControlOptions{Fence: s.fence, Logger: s.log, Issuer: s.auth,
-		JWKS: s.auth.Keys.JWKS, Keys: apiKeys(c), Observer: s.obs, Metrics: metrics, Draining: &s.draining,
+		JWKS: s.auth.Keys.JWKS, Keys: apiKeys(c), Observer: s.obs, Metrics: metrics, MetricsPublic: c.Telemetry.MetricsPublic, Draining: &s.draining,
 		Pprof: c.Telemetry.Pprof, LockDelay: c.LockDelay.D(), Stopping: s.stopping,
-		WatchHeartbeat: o.WatchHeartbeat, UITraceURL: c.UI.TraceURL, Refusals: refusals,
+		WatchHeartbeat: o.WatchHeartbeat, UITraceURL: c.UI.TraceURL, Refusals: refusals, Browser: browserOptions(c),
 		WatchWriteTimeout: c.Watch.WriteTimeout.D(), MaxWatchers: c.Watch.MaxWatchers})
 	s.stopPurge, s.purged = make(chan struct{}), make(chan struct{})
 	go s.purgeLoop(s.stopPurge, s.purged)

@@ -71,7 +71,10 @@ func NewAuthority(ctx context.Context, o AuthorityOptions, warn func(string)) (*
 		return nil, fmt.Errorf("signing: %w", err)
 	}
 	clock := tokens.ClockOr(o.Clock)
-	v, err := NewVerifier(ring, o.Issuer, o.Audience, append([]VerifierOption{WithClock(clock.Now)}, o.VerifierOptions...)...)
+	// The signer's tokens live exactly o.Lifetime; a longer-lived one is
+	// refused, whoever signed it.
+	v, err := NewVerifier(ring, o.Issuer, o.Audience,
+		append([]VerifierOption{WithClock(clock.Now), WithMaxLifetime(o.Lifetime)}, o.VerifierOptions...)...)
 	if err != nil {
 		return nil, fmt.Errorf("signing: %w", err)
 	}

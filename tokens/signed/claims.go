@@ -67,6 +67,9 @@ func (c *wireClaims) UnmarshalJSON(b []byte) error {
 	if err := checkClaimNames(b); err != nil {
 		return err
 	}
+	if err := checkDatesAreNumbers(b); err != nil {
+		return err
+	}
 	type plain wireClaims // without this method
 	return json.Unmarshal(b, (*plain)(c))
 }
@@ -110,6 +113,30 @@ func checkClaimNames(b []byte) error {
 // Its reason names the check, never token text other than a claim name of
 // claimNames.
 type claimError struct{ reason string }
+
+// checkDatesAreNumbers refuses, with a *claimError, an iat, exp or nbf that
+// is not a JSON number: jwt.NumericDate would read "1796410779", a string,
+// as that date. b is a JSON object whose claim names checkClaimNames found
+// exact and single.
+func checkDatesAreNumbers(b []byte) error {
+	var dates struct {
+		IssuedAt  json.RawMessage `json:"iat"`
+		ExpiresAt json.RawMessage `json:"exp"`
+		NotBefore json.RawMessage `json:"nbf"`
+	}
+	if err := json.Unmarshal(b, &dates); err != nil {
+		return &claimError{reason: "claims are not a JSON object"}
+	}
+	for _, d := range []struct {
+		name string
+		raw  json.RawMessage
+	}{{"iat", dates.IssuedAt}, {"exp", dates.ExpiresAt}, {"nbf", dates.NotBefore}} {
+		if len(d.raw) > 0 && d.raw[0] != '-' && (d.raw[0] < '0' || d.raw[0] > '9') {
+			return &claimError{reason: "claim " + d.name + " is not a JSON number"}
+		}
+	}
+	return nil
+}
 
 func (e *claimError) Error() string { return e.reason }
 

@@ -27,9 +27,10 @@ const (
 type VerifierOption func(*verifierConfig)
 
 type verifierConfig struct {
-	clock     func() time.Time
-	leeway    time.Duration
-	cacheSize int
+	clock       func() time.Time
+	leeway      time.Duration
+	cacheSize   int
+	maxLifetime time.Duration
 }
 
 // WithClock makes the Verifier read the time from now instead of time.Now
@@ -42,6 +43,15 @@ func WithClock(now func() time.Time) VerifierOption {
 // unless set); it must lie between 0 and one minute.
 func WithLeeway(d time.Duration) VerifierOption {
 	return func(c *verifierConfig) { c.leeway = d }
+}
+
+// WithMaxLifetime refuses tokens whose exp − iat exceeds d plus the
+// leeway: a signer of this keyring never issues them (it signs exp = iat +
+// token_lifetime), so one is forged with a leaked key or signed under
+// another configuration. 0 (the default) bounds nothing; d must not be
+// negative.
+func WithMaxLifetime(d time.Duration) VerifierOption {
+	return func(c *verifierConfig) { c.maxLifetime = d }
 }
 
 // WithCacheSize sets how many verified tokens the Verifier caches
@@ -65,7 +75,9 @@ func WithCacheSize(n int) VerifierOption {
 //     only in case ("EPOCH", "Epoch", or a Unicode case twin such as
 //     "\u017fub" for sub) is refused, never read as that claim; other
 //     members are ignored;
-//   - exp and iat are present, exp is after iat, now < exp + leeway and
+//   - exp and iat are present as JSON numbers (iat, exp and nbf are never
+//     read from strings), exp is after iat, exp − iat is at most the maximum
+//     lifetime plus leeway (WithMaxLifetime), now < exp + leeway and
 //     iat <= now + leeway (a token issued in the future beyond the leeway is
 //     refused); nbf, if present, is <= now + leeway;
 //   - iss equals the issuer, and aud is exactly the audience (a string or a
@@ -100,6 +112,7 @@ type Verifier struct {
 	issuer   string
 	audience string
 	leeway   time.Duration
+	maxLife  time.Duration
 	clock    func() time.Time
 	parser   *jwt.Parser
 	cache    *cache
@@ -127,12 +140,15 @@ func NewVerifier(r *Keyring, issuer, audience string, opts ...VerifierOption) (*
 		return nil, fmt.Errorf("verifier: leeway %v outside [0, 1m]", cfg.leeway)
 	case cfg.cacheSize < 0:
 		return nil, fmt.Errorf("verifier: negative cache size %d", cfg.cacheSize)
+	case cfg.maxLifetime < 0:
+		return nil, fmt.Errorf("verifier: negative maximum lifetime %v", cfg.maxLifetime)
 	}
 	v := &Verifier{
 		ring:     r,
 		issuer:   issuer,
 		audience: audience,
 		leeway:   cfg.leeway,
+		maxLife:  cfg.maxLifetime,
 		clock:    cfg.clock,
 		cache:    newCache(cfg.cacheSize),
 	}
@@ -225,6 +241,8 @@ func (v *Verifier) verify(token string) (Claims, error) {
 		bad = append(bad, "iat missing")
 	} else if !wc.ExpiresAt.After(wc.IssuedAt.Time) {
 		bad = append(bad, "exp not after iat")
+	} else if v.maxLife > 0 && wc.ExpiresAt.Sub(wc.IssuedAt.Time) > v.maxLife+v.leeway {
+		bad = append(bad, fmt.Sprintf("exp − iat exceeds the token lifetime (%v plus %v leeway)", v.maxLife, v.leeway))
 	}
 	if len(wc.Audience) != 1 {
 		bad = append(bad, "aud names more than one audience")
