@@ -61,6 +61,8 @@ func Budget(o BudgetOptions) func(http.Handler) http.Handler {
 				// recorders).
 				_ = b.applyRead()
 				r.Body = &b.body
+			} else {
+				b.bodyDone = r.Body == nil || r.Body == http.NoBody
 			}
 			next.ServeHTTP(b, r)
 			b.handlerDone()
@@ -104,6 +106,7 @@ type budgetWriter struct {
 	chunked   bool       // the body's length is unknown
 	bodyBy    time.Time  // the body's deadline; zero once it was read whole
 	readBy    time.Time  // the handler's own read deadline, if set
+	bodyDone  bool       // the body was read whole: no read deadline is kept
 	writeBy   time.Time  // the write deadline Budget set last
 	ownWrites bool       // the handler set a write deadline itself
 	hijacked  bool
@@ -127,23 +130,30 @@ func (b *budgetWriter) bodyRead(read int64, eof bool) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.bodyBy.IsZero() || b.hijacked {
+	if b.bodyDone || b.hijacked {
 		return
 	}
 	if eof {
 		// The server's background read now watches for the client going
-		// away: a deadline here would end the request.
-		b.bodyBy = time.Time{}
+		// away: a deadline here, the body's or the handler's (whose read
+		// deadline bounds the body), would end the request.
+		b.bodyBy, b.readBy, b.bodyDone = time.Time{}, time.Time{}, true
 	} else {
 		b.bodyBy = b.o.bodyBy(b.start, read)
 	}
 	_ = b.applyRead()
 }
 
-// SetReadDeadline is the handler's own read deadline (see Budget).
+// SetReadDeadline is the handler's own read deadline (see Budget). It
+// bounds the body: once the body was read whole it is not kept, so that
+// the server's background read never ends a request whose client is still
+// there (which would read as a client gone away).
 func (b *budgetWriter) SetReadDeadline(t time.Time) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.bodyDone {
+		return nil
+	}
 	b.readBy = t
 	return b.applyRead()
 }

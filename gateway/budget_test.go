@@ -231,3 +231,40 @@ func TestBudgetGrowsWithAChunkedBody(t *testing.T) {
 		t.Fatalf("chunked body at the minimum rate = %d %q, want 200 \"1600\"", resp.StatusCode, b)
 	}
 }
+
+// TestBudgetHandlerReadDeadlineEndsWithTheBody: a handler's read deadline
+// (the exchange's, or a lease's lapse) bounds the body only. Once the body
+// was read whole, the server's background read watches for the client
+// going away, and a deadline left on the connection would cancel the
+// request as if the client had gone (the proxy then answered 499 to a
+// client still waiting, for a write the upstream had received). It must
+// not: the request's context stays alive past that deadline, with or
+// without a body.
+func TestBudgetHandlerReadDeadlineEndsWithTheBody(t *testing.T) {
+	const deadline = 100 * time.Millisecond
+	srv := budgetServer(t, gateway.BudgetOptions{BodyTimeout: time.Hour, WriteTimeout: time.Hour},
+		func(w http.ResponseWriter, r *http.Request) {
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(deadline))
+			if _, err := io.Copy(io.Discard, r.Body); err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			select {
+			case <-r.Context().Done():
+				w.WriteHeader(gateway.StatusClientClosedRequest)
+			case <-time.After(5 * deadline):
+				w.WriteHeader(http.StatusNoContent)
+			}
+		})
+	for _, body := range []string{"", "a small body"} {
+		resp, err := http.Post(srv.URL, "text/plain", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNoContent {
+			t.Errorf("body %q: status %d, want 204: the request was cancelled at the handler's read deadline after its body was read",
+				body, resp.StatusCode)
+		}
+	}
+}
