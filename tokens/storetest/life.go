@@ -102,7 +102,7 @@ func testMarkLive(t *testing.T, f Factory) {
 	}
 	f2 := tokens.NewFence(s, tokens.FenceOptions{})
 	a, err := f2.Decide(ctx(t), tokens.Presented{Tokens: []string{strconv.FormatInt(g.Epoch, 10)}, Verifier: tokens.RawVerifier{},
-		Resource: func() (string, error) { return "live", nil }})
+		Resource: func() (string, error) { return "live", nil }, RawOnLeased: true})
 	if err != nil || a.DeliverBy.IsZero() || time.Until(a.DeliverBy) > 15*time.Second {
 		t.Fatalf("Decide at the live grant's epoch = %+v, %v; want admitted with DeliverBy within 15s", a, err)
 	}
