@@ -256,6 +256,9 @@ type gatewayOptions struct {
 	idemTTL time.Duration
 	// maxBody is max_body_bytes (1 MiB when 0).
 	maxBody int64
+	// auditMaxPending is audit.history.max_pending and
+	// audit.junk.max_pending (the defaults when 0).
+	auditMaxPending int
 }
 
 // tokensEpochSource abbreviates the epoch source type in tables.
@@ -292,6 +295,9 @@ func newGatewayWith(t *testing.T, store tokens.Store, up *upstream, o gatewayOpt
 	}
 	if o.maxBody > 0 {
 		c.MaxBodyBytes = o.maxBody
+	}
+	if o.auditMaxPending > 0 {
+		c.Audit.History.MaxPending, c.Audit.Junk.MaxPending = o.auditMaxPending, o.auditMaxPending
 	}
 	sources := map[*config.EpochSource]tokens.EpochSource{}
 	for _, s := range specs {
