@@ -71,10 +71,12 @@ type AuditOptions struct {
 // events, refusals of a presented token) and junk (refusals of writes
 // without a token or with one that does not parse). Junk is counted per
 // route, decision and status, without the resource, in the tokens.AuditJunk
-// log: a flood of junk names is a few entries, and never drops history. While the store cannot be written,
-// counts keep adding up in memory and are written once it can; events that
-// would need memory beyond MaxPending are dropped and counted in the
-// fencegw.audit.dropped metric, never silently.
+// log: a flood of junk names is a few entries, and never drops history.
+//
+// While the store cannot be written, counts keep adding up in memory and
+// are written once it can; events that would need memory beyond their
+// class's budget are dropped and counted in the fencegw.audit.dropped
+// metric, never silently.
 //
 // Each entry counts identical events of one replica (one process: its
 // entries' IDs include a random boot id) over one interval, and is written
