@@ -36,12 +36,13 @@ type probe struct {
 // HWM raise on disk) every 200 ms. It prints the slowest renewal and
 // write and how many were answered 503 or failed.
 func auditFloodRun(b *testing.B, dir, bin, upstream string, cpuProxy, cpuLoad int) {
-	extra := fmt.Sprintf("  - {prefix: \"/hist/\", upstream: %q, tokens: signed}\n%s\n", upstream, *auditFloodKeys)
+	extra := fmt.Sprintf("  - {prefix: \"/hist/\", upstream: %q, tokens: signed, resource: \"hist-{header:X-Name}\"}\n%s\n",
+		upstream, *auditFloodKeys)
 	g := startGatewayWith(b, dir, bin, "audit-flood", filepath.Join(dir, "audit-flood.db"), upstream, cpuProxy, extra)
 	token := g.token(b)
 	for i, l := range []load{
-		{unique: true, first: 0},
-		{unique: true, first: 1e9, headers: map[string]string{"Fencing-Token": token}},
+		{unique: true, uniqueHeader: "X-Name", first: 0},
+		{unique: true, uniqueHeader: "X-Name", first: 1e9, headers: map[string]string{"Fencing-Token": token}},
 	} {
 		name := []string{"no token, distinct resources", "token for another resource, distinct resources"}[i]
 		l.pace = 8 * time.Millisecond
