@@ -3,6 +3,7 @@ package bench
 import (
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"path/filepath"
 	"strconv"
@@ -62,8 +63,10 @@ func auditFloodRun(b *testing.B, dir, bin, upstream string, cpuProxy, cpuLoad in
 			b.Fatalf("audit flood: %d of %d answers refused, %d socket errors; want every one refused", res.non2xx,
 				res.total, res.errors)
 		}
+		slow := g.slowStoreCalls(b)
 		fmt.Printf("\naudit flood (embedded, %s): %d requests in %s (%.0f/s, each refused)\n", name, res.total,
 			*auditFlood, res.rps)
+		fmt.Printf("  store calls over 250ms by operation, since the gateway started: %v\n", slow)
 		for _, p := range []*probe{renew, write} {
 			fmt.Printf("  %-13s %4d made, slowest %8s, %d answered 503, %d failed otherwise\n", p.name, p.n,
 				p.slowest.Round(time.Millisecond), p.unavailable, p.failed)
@@ -151,4 +154,37 @@ func jsonField(obj, name string) string {
 		return "0"
 	}
 	return strings.TrimSpace(v[:end])
+}
+
+// slowStoreCalls counts, by operation, the gateway's store calls that took
+// over 250 ms, from its fencegw_store_duration_seconds histogram.
+func (g *gateway) slowStoreCalls(b *testing.B) map[string]int64 {
+	b.Helper()
+	resp, err := http.Get(g.api + "/metrics")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		b.Fatal(err)
+	}
+	slow := map[string]int64{}
+	for _, line := range strings.Split(string(raw), "\n") {
+		count := strings.HasPrefix(line, "fencegw_store_duration_seconds_count{")
+		fast := strings.HasPrefix(line, "fencegw_store_duration_seconds_bucket{") && strings.Contains(line, `le="0.25"`)
+		if !count && !fast {
+			continue
+		}
+		op, _, _ := strings.Cut(line[strings.Index(line, "{")+1:], "}")
+		if _, v, ok := strings.Cut(op, `operation="`); ok {
+			op, _, _ = strings.Cut(v, `"`)
+		}
+		n, _ := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		if fast {
+			n = -n
+		}
+		slow[op] += int64(n)
+	}
+	return slow
 }
