@@ -145,6 +145,9 @@ func BenchmarkTable(b *testing.B) {
 	if *keyedMB > 0 {
 		keyedBody(b, dir, fencegw, cpuProxy)
 	}
+	if *auditFlood > 0 {
+		auditFloodRun(b, dir, fencegw, upstreamURL, cpuProxy, cpuLoad)
+	}
 }
 
 // check reports a run whose answers were not all as expected.
@@ -210,6 +213,13 @@ type gateway struct {
 // Fencing-Resource).
 func startGateway(b *testing.B, dir, bin, name, store, upstream string, cpu int, env ...string) *gateway {
 	b.Helper()
+	return startGatewayWith(b, dir, bin, name, store, upstream, cpu, "", env...)
+}
+
+// startGatewayWith is startGateway with extra YAML appended to the
+// configuration, after the routes (more route items, then other keys).
+func startGatewayWith(b *testing.B, dir, bin, name, store, upstream string, cpu int, extra string, env ...string) *gateway {
+	b.Helper()
 	proxy, api := freeAddr(b), freeAddr(b)
 	conf := fmt.Sprintf(`listen: %q
 api_listen: %q
@@ -220,7 +230,7 @@ routes:
   - {prefix: "/raw/", upstream: %q, tokens: raw, resource: bench-raw}
   - {prefix: "/signed/", upstream: %q, tokens: signed, resource: bench-signed}
   - {prefix: "/many/", upstream: %q, tokens: raw}
-`, proxy, api, store, upstream, upstream, upstream)
+`, proxy, api, store, upstream, upstream, upstream) + extra
 	path := filepath.Join(dir, name+".yaml")
 	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
 		b.Fatal(err)

@@ -21,6 +21,9 @@ type load struct {
 	// r-N, N counting up from first+1.
 	unique bool
 	first  int64
+	// uniqueHeader, when set, is the header unique sets instead of
+	// Fencing-Resource.
+	uniqueHeader string
 	// pace, when set, makes each connection wait a random 0–2×pace
 	// (whole milliseconds) after an answer before its next request: a
 	// load well below saturation, whose latencies are the path's own
@@ -45,13 +48,17 @@ func (l load) script(dir string) (string, error) {
 		fmt.Fprintf(&b, "wrk.headers[%q] = %q\n", k, v)
 	}
 	if l.unique {
+		header := l.uniqueHeader
+		if header == "" {
+			header = "Fencing-Resource"
+		}
 		fmt.Fprintf(&b, "local n = %d\n", l.first)
-		b.WriteString(`request = function()
+		fmt.Fprintf(&b, `request = function()
   n = n + 1
-  wrk.headers["Fencing-Resource"] = "r-" .. n
+  wrk.headers[%q] = "r-" .. n
   return wrk.format()
 end
-`)
+`, header)
 	}
 	if l.pace > 0 {
 		fmt.Fprintf(&b, "delay = function() return math.random(0, %d) end\n", 2*l.pace.Milliseconds())

@@ -21,14 +21,27 @@ func validateAudit(a Audit, bad func(field, format string, args ...any)) {
 	if d := a.Flush.D(); d < 10*time.Millisecond || d > time.Minute {
 		bad("audit.flush", "must be from 10ms to 1m, got %s", d)
 	}
-	if n := a.MaxPending; n < 100 || n > 1_000_000 {
-		bad("audit.max_pending", "must be from 100 to 1000000, got %d", n)
-	}
 	if d := a.Retention.D(); d < time.Minute || d > 10*365*24*time.Hour {
 		bad("audit.retention", "must be from 1m to 87600h, got %s", d)
 	}
-	if n := a.MaxEntries; n < 100 || n > 100_000_000 {
-		bad("audit.max_entries", "must be from 100 to 100000000, got %d", n)
+	validateAuditClass("audit.history", a.History, bad)
+	validateAuditClass("audit.junk", a.Junk, bad)
+	if a.MaxPending != 0 {
+		bad("audit.max_pending", "is replaced by audit.history.max_pending and audit.junk.max_pending")
+	}
+	if a.MaxEntries != 0 {
+		bad("audit.max_entries", "is replaced by audit.history.max_entries and audit.junk.max_entries")
+	}
+}
+
+// validateAuditClass reports every invalid setting of the audit class
+// under key through bad.
+func validateAuditClass(key string, c AuditClass, bad func(field, format string, args ...any)) {
+	if n := c.MaxPending; n < 100 || n > 1_000_000 {
+		bad(key+".max_pending", "must be from 100 to 1000000, got %d", n)
+	}
+	if n := c.MaxEntries; n < 100 || n > 100_000_000 {
+		bad(key+".max_entries", "must be from 100 to 100000000, got %d", n)
 	}
 }
 

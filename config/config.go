@@ -133,12 +133,27 @@ type Audit struct {
 	Interval Duration `yaml:"interval"`
 	// Flush is how often changed entries are written to the store.
 	Flush Duration `yaml:"flush"`
-	// MaxPending bounds the entries held in memory while they wait to be
-	// written; events beyond it are dropped and counted.
-	MaxPending int `yaml:"max_pending"`
 	// Retention is how long entries are kept.
 	Retention Duration `yaml:"retention"`
-	// MaxEntries bounds the entries kept per log (refusals, leases); the
+	// History bounds lease history and the refusals of writes that
+	// presented a token (the refusals and leases logs, each).
+	History AuditClass `yaml:"history"`
+	// Junk bounds the refusals of writes that presented no token or one
+	// that does not parse, counted per route and reason (the junk log):
+	// however many there are, they never take history's room.
+	Junk AuditClass `yaml:"junk"`
+	// MaxPending and MaxEntries are the keys from before the classes:
+	// Validate refuses them, naming audit.history.* and audit.junk.*.
+	MaxPending int `yaml:"max_pending"`
+	MaxEntries int `yaml:"max_entries"`
+}
+
+// AuditClass bounds one class of audit entries.
+type AuditClass struct {
+	// MaxPending bounds the class's entries held in memory while they wait
+	// to be written; events beyond it are dropped and counted.
+	MaxPending int `yaml:"max_pending"`
+	// MaxEntries bounds the class's entries kept per log in the store; the
 	// oldest go first.
 	MaxEntries int `yaml:"max_entries"`
 }
@@ -266,8 +281,9 @@ func Default() Config {
 		LogLevel:                      "info",
 		LogFormat:                     "json",
 		LogRefusalsPerSecond:          20,
-		Audit: Audit{Interval: Duration(10 * time.Second), Flush: Duration(time.Second), MaxPending: 10000,
-			Retention: Duration(30 * 24 * time.Hour), MaxEntries: 100_000},
+		Audit: Audit{Interval: Duration(10 * time.Second), Flush: Duration(time.Second),
+			Retention: Duration(30 * 24 * time.Hour), History: AuditClass{MaxPending: 10000, MaxEntries: 100_000},
+			Junk: AuditClass{MaxPending: 1000, MaxEntries: 10_000}},
 		Idempotency: Idempotency{TTL: Duration(24 * time.Hour), MaxAnswerBytes: 64 << 10},
 		Watch:       Watch{WriteTimeout: Duration(DefaultWatchWriteTimeout), MaxWatchers: DefaultMaxWatchers},
 		Signing: Signing{

@@ -139,7 +139,7 @@ func (c *control) leaseHistory(w http.ResponseWriter, r *http.Request) {
 // listAudit reads one page from the store, having answered 503 when it
 // could not.
 func (c *control) listAudit(w http.ResponseWriter, r *http.Request, q tokens.AuditQuery) ([]tokens.AuditEntry, bool) {
-	entries, err := c.Fence.Store().ListAudit(r.Context(), q)
+	entries, err := listAuditClasses(r.Context(), c.Fence.Store(), q)
 	if err != nil {
 		c.Logger.LogAttrs(r.Context(), slog.LevelWarn, "reading the audit failed", slog.String("error", err.Error()))
 		writeError(w, r, refuseCause(KindStoreUnavailable, "the audit could not be read from the store", err))

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"strconv"
 	"sync"
 	"time"
@@ -23,6 +24,9 @@ const (
 	DefaultAuditInterval   = 10 * time.Second
 	DefaultAuditFlush      = time.Second
 	DefaultAuditMaxPending = 10000
+	// DefaultAuditJunkMaxPending bounds the junk class in memory (its
+	// entries are per route and reason, so few are needed).
+	DefaultAuditJunkMaxPending = 1000
 )
 
 // AuditOptions tune an AuditRecorder.
@@ -35,11 +39,17 @@ type AuditOptions struct {
 	// Flush is how often changed entries are written to the store
 	// (DefaultAuditFlush when 0).
 	Flush time.Duration
-	// MaxPending bounds the entries held in memory: those of intervals
-	// still open and those not yet written (DefaultAuditMaxPending when
-	// 0). An event that needs a new entry beyond it is dropped and
-	// counted in fencegw.audit.dropped.
+	// MaxPending bounds the history's entries held in memory (lease
+	// events and refusals of a presented token): those of intervals still
+	// open and those not yet written (DefaultAuditMaxPending when 0). An
+	// event that needs a new entry beyond it is dropped and counted in
+	// fencegw.audit.dropped.
 	MaxPending int
+	// JunkMaxPending bounds, apart, the entries of refusals of writes
+	// that presented no token or one that does not parse
+	// (DefaultAuditJunkMaxPending when 0): junk never takes history's
+	// room.
+	JunkMaxPending int
 	// StoreTimeout bounds one write (5s when 0).
 	StoreTimeout time.Duration
 	Logger       *slog.Logger
@@ -54,10 +64,19 @@ type AuditOptions struct {
 // AuditRecorder records refused writes and lease events in the durable
 // audit (tokens.AuditStore) without slowing or failing a request: an event
 // only updates an entry in memory; Run writes the changed entries to the
-// store every Flush, in one batch. While the store cannot be written,
-// counts keep adding up in memory and are written once it can; events that
-// would need memory beyond MaxPending are dropped and counted in the
-// fencegw.audit.dropped metric, never silently.
+// store every Flush, in batches of tokens.AuditBatch, yielding between
+// them so that lease and HWM writes never wait behind a whole flush.
+//
+// Events are of two classes with budgets of their own: history (lease
+// events, refusals of a presented token) and junk (refusals of writes
+// without a token or with one that does not parse). Junk is counted per
+// route, decision and status, without the resource, in the tokens.AuditJunk
+// log: a flood of junk names is a few entries, and never drops history.
+//
+// While the store cannot be written, counts keep adding up in memory and
+// are written once it can; events that would need memory beyond their
+// class's budget are dropped and counted in the fencegw.audit.dropped
+// metric, never silently.
 //
 // Each entry counts identical events of one replica (one process: its
 // entries' IDs include a random boot id) over one interval, and is written
@@ -73,6 +92,7 @@ type AuditRecorder struct {
 
 	mu      sync.Mutex
 	entries map[auditKey]*auditSlot
+	junk    int  // entries of the junk class
 	failing bool // the last write failed (its failure was logged)
 }
 
@@ -121,6 +141,9 @@ func NewAuditRecorder(store tokens.AuditStore, o AuditOptions) (*AuditRecorder, 
 	if o.MaxPending <= 0 {
 		o.MaxPending = DefaultAuditMaxPending
 	}
+	if o.JunkMaxPending <= 0 {
+		o.JunkMaxPending = DefaultAuditJunkMaxPending
+	}
 	if o.StoreTimeout <= 0 {
 		o.StoreTimeout = 5 * time.Second
 	}
@@ -159,9 +182,20 @@ func (a *AuditRecorder) Refused(at time.Time, rej Rejection, traceID string) {
 	start := at.Truncate(a.o.Interval)
 	k := auditKey{stream: tokens.AuditRefusals, start: start.UnixNano(), resource: rej.Resource, kind: string(rej.Decision),
 		holder: rej.Holder, route: rej.Route, epoch: presented, current: current, status: rej.Status}
+	if isJunk(rej.Decision) {
+		k = auditKey{stream: tokens.AuditJunk, start: start.UnixNano(), kind: string(rej.Decision), route: rej.Route,
+			status: rej.Status}
+		current = 0
+	}
 	a.add(k, start, at, traceID, func(e *tokens.AuditEntry) {
 		e.CurrentEpoch, e.Route, e.Status = current, rej.Route, rej.Status
 	})
+}
+
+// isJunk reports whether a refusal of decision d is of the junk class: the
+// write presented no token, or one that does not parse.
+func isJunk(d tokens.Decision) bool {
+	return d == tokens.DecisionMissing || d == tokens.DecisionInvalid
 }
 
 // Lease records a lease event (tokens.LeaseAcquired, …) of l at at.
@@ -208,7 +242,8 @@ func (a *AuditRecorder) add(k auditKey, start, at time.Time, traceID string, fil
 			s.e.Last = at
 			fill(&s.e)
 		}
-	case len(a.entries) >= a.o.MaxPending:
+	case k.stream == tokens.AuditJunk && a.junk >= a.o.JunkMaxPending,
+		k.stream != tokens.AuditJunk && len(a.entries)-a.junk >= a.o.MaxPending:
 		a.mu.Unlock()
 		a.dropped.Add(context.Background(), 1, metric.WithAttributes(attribute.String("stream", string(k.stream))))
 		return
@@ -218,6 +253,9 @@ func (a *AuditRecorder) add(k auditKey, start, at time.Time, traceID string, fil
 			First: at, Last: at, Count: 1}}
 		fill(&s.e)
 		a.entries[k] = s
+		if k.stream == tokens.AuditJunk {
+			a.junk++
+		}
 	}
 	if traceID != "" && len(s.e.TraceIDs) < tokens.MaxAuditSamples {
 		s.e.TraceIDs = append(s.e.TraceIDs, traceID)
@@ -243,41 +281,38 @@ func (a *AuditRecorder) Run(ctx context.Context) {
 }
 
 // Flush writes the entries that changed since they were last written, in
-// one batch, and forgets the entries of ended intervals that are written.
-// It returns the store's error; entries it could not write stay changed
-// and are written by a later Flush.
+// batches of tokens.AuditBatch (history first), yielding between batches,
+// and forgets the entries of ended intervals that are written. It returns
+// the store's error; entries it could not write stay changed and are
+// written by a later Flush.
 func (a *AuditRecorder) Flush(ctx context.Context) error {
 	a.flushMu.Lock()
 	defer a.flushMu.Unlock()
-	a.mu.Lock()
-	var batch []tokens.AuditEntry
-	var slots []*auditSlot
-	for _, s := range a.entries {
-		if s.dirty {
-			e := s.e
-			e.TraceIDs = append([]string(nil), s.e.TraceIDs...)
-			batch, slots = append(batch, e), append(slots, s)
-			s.dirty = false
-		}
-	}
-	a.mu.Unlock()
+	batch, slots := a.changed()
 	var err error
-	if len(batch) > 0 {
+	written := 0
+	for written < len(batch) && err == nil {
+		if written > 0 {
+			runtime.Gosched() // let a queued lease or HWM write take the store's writer
+		}
+		n := min(len(batch)-written, tokens.AuditBatch)
 		wctx, cancel := context.WithTimeout(ctx, a.o.StoreTimeout)
-		err = a.store.PutAudit(wctx, batch)
+		if err = a.store.PutAudit(wctx, batch[written:written+n]); err == nil {
+			written += n
+		}
 		cancel()
 	}
 	now := tokens.ClockOr(a.o.Clock).Now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if err != nil {
-		for _, s := range slots {
+		for _, s := range slots[written:] {
 			s.dirty = true
 		}
 		a.failed.Add(ctx, 1)
 		if !a.failing {
 			a.o.Logger.LogAttrs(ctx, slog.LevelWarn, "writing the audit failed; its entries wait in memory",
-				slog.Int("entries", len(batch)), slog.String("error", err.Error()))
+				slog.Int("entries", len(batch)-written), slog.String("error", err.Error()))
 		}
 		a.failing = true
 		return err
@@ -289,9 +324,35 @@ func (a *AuditRecorder) Flush(ctx context.Context) error {
 	for k, s := range a.entries {
 		if !s.dirty && now.After(s.end) {
 			delete(a.entries, k)
+			if k.stream == tokens.AuditJunk {
+				a.junk--
+			}
 		}
 	}
 	return nil
+}
+
+// changed returns copies of the entries that changed since they were last
+// written, history before junk, and their slots, marked clean.
+func (a *AuditRecorder) changed() ([]tokens.AuditEntry, []*auditSlot) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var batch, junk []tokens.AuditEntry
+	var slots, junkSlots []*auditSlot
+	for _, s := range a.entries {
+		if !s.dirty {
+			continue
+		}
+		e := s.e
+		e.TraceIDs = append([]string(nil), s.e.TraceIDs...)
+		if e.Stream == tokens.AuditJunk {
+			junk, junkSlots = append(junk, e), append(junkSlots, s)
+		} else {
+			batch, slots = append(batch, e), append(slots, s)
+		}
+		s.dirty = false
+	}
+	return append(batch, junk...), append(slots, junkSlots...)
 }
 
 // Pending is the number of entries held in memory.

@@ -262,6 +262,9 @@ type gatewayOptions struct {
 	maxWatchers int
 	// control is the control API's browser defences (control.*).
 	control config.Control
+	// auditMaxPending is audit.history.max_pending and
+	// audit.junk.max_pending (the defaults when 0).
+	auditMaxPending int
 }
 
 // tokensEpochSource abbreviates the epoch source type in tables.
@@ -302,6 +305,9 @@ func newGatewayWith(t *testing.T, store tokens.Store, up *upstream, o gatewayOpt
 	}
 	if o.idemTTL > 0 {
 		c.Idempotency.TTL = config.Duration(o.idemTTL)
+	}
+	if o.auditMaxPending > 0 {
+		c.Audit.History.MaxPending, c.Audit.Junk.MaxPending = o.auditMaxPending, o.auditMaxPending
 	}
 	sources := map[*config.EpochSource]tokens.EpochSource{}
 	for _, s := range specs {

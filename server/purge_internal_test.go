@@ -12,14 +12,14 @@ import (
 )
 
 // TestPurgeAuditKeepsRetention: the background purge deletes the audit
-// entries older than audit.retention and those beyond audit.max_entries,
+// entries older than audit.retention and those beyond audit.history.max_entries,
 // in both logs.
 func TestPurgeAuditKeepsRetention(t *testing.T) {
 	c := config.Default()
 	c.Store = filepath.Join(t.TempDir(), "fencegw.db")
 	c.Routes = []config.Route{{Prefix: "/w/", Upstream: "http://127.0.0.1:1", Tokens: config.TokensRaw}}
 	c.Audit.Retention = config.Duration(time.Hour)
-	c.Audit.MaxEntries = 100
+	c.Audit.History.MaxEntries = 100
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestPurgeAuditKeepsRetention(t *testing.T) {
 	if err := s.store.PutAudit(ctx, entries); err != nil {
 		t.Fatal(err)
 	}
-	s.purgeAudit()
+	s.purgeAudit(make(chan struct{}))
 	for _, stream := range []tokens.AuditStream{tokens.AuditRefusals, tokens.AuditLeases} {
 		left, err := s.store.ListAudit(ctx, tokens.AuditQuery{Stream: stream, Limit: 1000})
 		if err != nil {

@@ -138,7 +138,7 @@ func New(ctx context.Context, c config.Config, o Options) (s *Server, err error)
 		s.ownsStore = true
 	}
 	if s.audit, err = gateway.NewAuditRecorder(s.store, gateway.AuditOptions{Replica: replicaName(c.Audit.Replica),
-		Interval: c.Audit.Interval.D(), Flush: c.Audit.Flush.D(), MaxPending: c.Audit.MaxPending,
+		Interval: c.Audit.Interval.D(), Flush: c.Audit.Flush.D(), MaxPending: c.Audit.History.MaxPending, JunkMaxPending: c.Audit.Junk.MaxPending,
 		StoreTimeout: c.StoreTimeout.D(), Logger: s.log, MeterProvider: s.tel.MeterProvider, Clock: s.clock}); err != nil {
 		return nil, err
 	}

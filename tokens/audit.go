@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// AuditStream names one of the audit's two logs.
+// AuditStream names one of the audit's logs.
 type AuditStream string
 
 // The audit's logs.
@@ -21,10 +21,24 @@ const (
 	// AuditLeases: lease history: grants, renewals (one entry per grant,
 	// replica and interval), releases and lapses.
 	AuditLeases AuditStream = "leases"
+	// AuditJunk: refusals of writes that presented no token or one that
+	// does not parse, counted per route, decision, status, replica and
+	// interval, without the resource: a flood of them is a few entries,
+	// kept and purged apart from the history of the two logs above.
+	AuditJunk AuditStream = "junk"
 )
 
 // Valid reports whether s is one of the audit's logs.
-func (s AuditStream) Valid() bool { return s == AuditRefusals || s == AuditLeases }
+func (s AuditStream) Valid() bool { return s == AuditRefusals || s == AuditLeases || s == AuditJunk }
+
+// AuditStreams returns the audit's logs.
+func AuditStreams() []AuditStream { return []AuditStream{AuditRefusals, AuditLeases, AuditJunk} }
+
+// AuditBatch is how many entries a store writes or deletes in one
+// transaction at most: audit work holds a store's writer (bbolt has one)
+// for one small batch at a time, so that a lease renewal or a HWM raise
+// waits for one batch at most, never for a whole flush or purge.
+const AuditBatch = 256
 
 // The lease events of the AuditLeases log (an entry's Kind).
 const (
@@ -150,13 +164,16 @@ type AuditStore interface {
 	// PutAudit stores each entry under its stream and ID, replacing the
 	// entry there. Entries are written whole by the one writer that counts
 	// them, so a retried put is harmless. A batch may be written in part
-	// when it fails.
+	// when it fails. A store writes at most AuditBatch entries per
+	// transaction.
 	PutAudit(ctx context.Context, entries []AuditEntry) error
 	// ListAudit returns up to q.Limit entries selected by q, highest ID
 	// first.
 	ListAudit(ctx context.Context, q AuditQuery) ([]AuditEntry, error)
 	// PurgeAudit deletes stream's entries whose interval started before
-	// before, then the oldest of those left beyond the newest keep, and
-	// returns how many it deleted.
-	PurgeAudit(ctx context.Context, stream AuditStream, before time.Time, keep int) (int, error)
+	// before, then the oldest of those left beyond the newest keep, at
+	// most limit of them (at least 1) in one bounded step, and returns
+	// how many it deleted. A caller purges all by calling again, yielding
+	// in between, until it deletes fewer than limit.
+	PurgeAudit(ctx context.Context, stream AuditStream, before time.Time, keep, limit int) (int, error)
 }

@@ -213,7 +213,8 @@ function summarize(events, refusals) {
       Object.assign(r, { epoch: e.epoch, holder: e.holder, event: e.event, at });
     }
   }
-  for (const x of refusals) get(x.resource).refused += x.count || 1;
+  // Refusals without a usable token are counted per route, without a resource.
+  for (const x of refusals) if (x.resource) get(x.resource).refused += x.count || 1;
   return [...m.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }
 

@@ -90,38 +90,40 @@ func (s *Store) ListAudit(ctx context.Context, q tokens.AuditQuery) ([]tokens.Au
 	return out, nil
 }
 
-// PurgeAudit deletes the keys of old intervals in one range delete, then
-// the oldest beyond keep in another; see tokens.AuditStore.
-func (s *Store) PurgeAudit(ctx context.Context, stream tokens.AuditStream, before time.Time, keep int) (int, error) {
+// PurgeAudit deletes up to limit of the oldest keys that are of old
+// intervals or beyond keep, in one range delete bounded by a keys-only read
+// of at most limit keys; see tokens.AuditStore.
+func (s *Store) PurgeAudit(ctx context.Context, stream tokens.AuditStream, before time.Time, keep, limit int) (int, error) {
 	if s.conn.Closed() {
 		return 0, unavailable("audit purge", "", ErrClosed)
 	}
+	limit = max(limit, 1)
 	base := s.auditBase(stream)
-	old, err := s.cli.Delete(ctx, base, clientv3.WithRange(base+tokens.AuditIDBefore(before)))
+	count, err := s.cli.Get(ctx, base, clientv3.WithPrefix(), clientv3.WithCountOnly())
 	if err != nil {
 		return 0, unavailable("audit purge", "", err)
 	}
-	n := int(old.Deleted)
-	count, err := s.cli.Get(ctx, base, clientv3.WithPrefix(), clientv3.WithCountOnly())
-	if err != nil {
-		return n, unavailable("audit purge", "", err)
-	}
-	excess := count.Count - int64(keep)
-	if excess <= 0 {
-		return n, nil
-	}
-	last, err := s.cli.Get(ctx, base, clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithLimit(excess),
+	oldest, err := s.cli.Get(ctx, base, clientv3.WithPrefix(), clientv3.WithKeysOnly(), clientv3.WithLimit(int64(limit)),
 		clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
 	if err != nil {
-		return n, unavailable("audit purge", "", err)
+		return 0, unavailable("audit purge", "", err)
 	}
-	if len(last.Kvs) == 0 {
-		return n, nil
+	excess := int(count.Count) - keep
+	bound := base + tokens.AuditIDBefore(before)
+	n := 0
+	for _, kv := range oldest.Kvs {
+		if n >= excess && string(kv.Key) >= bound {
+			break
+		}
+		n++
 	}
-	upTo := string(last.Kvs[len(last.Kvs)-1].Key) + "\x00"
+	if n == 0 {
+		return 0, nil
+	}
+	upTo := string(oldest.Kvs[n-1].Key) + "\x00"
 	gone, err := s.cli.Delete(ctx, base, clientv3.WithRange(upTo))
 	if err != nil {
-		return n, unavailable("audit purge", "", err)
+		return 0, unavailable("audit purge", "", err)
 	}
-	return n + int(gone.Deleted), nil
+	return int(gone.Deleted), nil
 }

@@ -16,9 +16,11 @@ type auditQueries struct {
 	// $4, replica $5, since $6, until $7 and below ID $8 (each ignored
 	// when empty or null), highest ID first, at most $9.
 	list string
-	// purgeOld deletes stream $1's entries with IDs below $2.
+	// purgeOld deletes up to $3 of stream $1's entries with IDs below $2,
+	// the oldest first.
 	purgeOld string
-	// purgeExcess deletes stream $1's entries but the newest $2.
+	// purgeExcess deletes up to $3 of stream $1's entries beyond the
+	// newest $2, the oldest first.
 	purgeExcess string
 }
 
@@ -36,23 +38,28 @@ WHERE stream = $1 AND ($2 = '' OR resource = $2) AND ($3 = '' OR kind = $3) AND 
 	AND ($5 = '' OR replica = $5) AND ($6::timestamptz IS NULL OR last_at >= $6)
 	AND ($7::timestamptz IS NULL OR first_at <= $7) AND ($8 = '' OR id < $8)
 ORDER BY id DESC LIMIT $9`,
-		purgeOld: `DELETE FROM ` + t + ` WHERE stream = $1 AND id < $2`,
-		purgeExcess: `DELETE FROM ` + t + ` WHERE stream = $1
-	AND id <= (SELECT id FROM ` + t + ` WHERE stream = $1 ORDER BY id DESC OFFSET $2 LIMIT 1)`,
+		purgeOld: `DELETE FROM ` + t + ` WHERE stream = $1 AND id IN (
+	SELECT id FROM ` + t + ` WHERE stream = $1 AND id < $2 ORDER BY id LIMIT $3)`,
+		purgeExcess: `DELETE FROM ` + t + ` WHERE stream = $1 AND id IN (
+	SELECT id FROM ` + t + ` WHERE stream = $1
+		AND id <= (SELECT id FROM ` + t + ` WHERE stream = $1 ORDER BY id DESC OFFSET $2 LIMIT 1)
+	ORDER BY id LIMIT $3)`,
 	}
 }
 
-// PutAudit upserts entries in one statement; see tokens.AuditStore.
+// PutAudit upserts entries in statements of up to tokens.AuditBatch
+// entries; see tokens.AuditStore.
 func (s *Store) PutAudit(ctx context.Context, entries []tokens.AuditEntry) error {
-	if len(entries) == 0 {
-		return nil
-	}
-	v, err := json.Marshal(entries)
-	if err != nil {
-		return err
-	}
-	if _, err := s.pool.Exec(ctx, s.aq.put, v); err != nil {
-		return &tokens.UnavailableError{Op: "audit", Err: err}
+	for len(entries) > 0 {
+		n := min(len(entries), tokens.AuditBatch)
+		v, err := json.Marshal(entries[:n])
+		if err != nil {
+			return err
+		}
+		if _, err := s.pool.Exec(ctx, s.aq.put, v); err != nil {
+			return &tokens.UnavailableError{Op: "audit", Err: err}
+		}
+		entries = entries[n:]
 	}
 	return nil
 }
@@ -83,18 +90,23 @@ func (s *Store) ListAudit(ctx context.Context, q tokens.AuditQuery) ([]tokens.Au
 	return out, nil
 }
 
-// PurgeAudit deletes old entries, then those beyond keep; see
-// tokens.AuditStore.
-func (s *Store) PurgeAudit(ctx context.Context, stream tokens.AuditStream, before time.Time, keep int) (int, error) {
-	old, err := s.pool.Exec(ctx, s.aq.purgeOld, string(stream), tokens.AuditIDBefore(before))
+// PurgeAudit deletes up to limit old entries, then up to what is left of
+// limit beyond keep, each in one bounded statement; see tokens.AuditStore.
+func (s *Store) PurgeAudit(ctx context.Context, stream tokens.AuditStream, before time.Time, keep, limit int) (int, error) {
+	limit = max(limit, 1)
+	old, err := s.pool.Exec(ctx, s.aq.purgeOld, string(stream), tokens.AuditIDBefore(before), limit)
 	if err != nil {
 		return 0, &tokens.UnavailableError{Op: "audit purge", Err: err}
 	}
-	excess, err := s.pool.Exec(ctx, s.aq.purgeExcess, string(stream), keep)
-	if err != nil {
-		return int(old.RowsAffected()), &tokens.UnavailableError{Op: "audit purge", Err: err}
+	n := int(old.RowsAffected())
+	if n >= limit {
+		return n, nil
 	}
-	return int(old.RowsAffected() + excess.RowsAffected()), nil
+	excess, err := s.pool.Exec(ctx, s.aq.purgeExcess, string(stream), keep, limit-n)
+	if err != nil {
+		return n, &tokens.UnavailableError{Op: "audit purge", Err: err}
+	}
+	return n + int(excess.RowsAffected()), nil
 }
 
 // timeOrNil is t as a query argument: NULL when zero.

@@ -21,6 +21,8 @@ func RunAudit(t *testing.T, fresh func(t *testing.T) Factory) {
 		{"SharedAndRestart", testAuditShared},
 		{"LargeBatch", testAuditLargeBatch},
 		{"Purge", testAuditPurge},
+		{"PurgeInBatches", testAuditPurgeBatches},
+		{"JunkStream", testAuditJunkStream},
 	})
 }
 
@@ -204,7 +206,7 @@ func testAuditPurge(t *testing.T, f Factory) {
 	mustPutAudit(t, s, append(all, lease)...)
 	purge := func(before time.Time, keep, want int) {
 		t.Helper()
-		n, err := s.PurgeAudit(ctx(t), tokens.AuditRefusals, before, keep)
+		n, err := s.PurgeAudit(ctx(t), tokens.AuditRefusals, before, keep, 1000)
 		if err != nil || n != want {
 			t.Fatalf("PurgeAudit(before %v, keep %d) = %d, %v; want %d deleted", before, keep, n, err, want)
 		}
@@ -216,4 +218,61 @@ func testAuditPurge(t *testing.T, f Factory) {
 	sameEntries(t, mustListAudit(t, s, tokens.AuditQuery{Stream: tokens.AuditRefusals}), want)
 	// Another stream is left alone.
 	sameEntries(t, mustListAudit(t, s, tokens.AuditQuery{Stream: tokens.AuditLeases}), []tokens.AuditEntry{lease})
+}
+
+// testAuditPurgeBatches: a purge of many entries is done in bounded
+// steps: each call deletes at most its limit, the oldest first, and calls
+// repeated until one deletes less leave exactly the newest keep.
+func testAuditPurgeBatches(t *testing.T, f Factory) {
+	s := f(t)
+	const total, keep, limit = 3 * tokens.AuditBatch, 100, 64
+	var all []tokens.AuditEntry
+	for i := range total {
+		all = append(all, refusal(i, "r", "node-a", 1))
+	}
+	mustPutAudit(t, s, all...)
+	deleted, calls := 0, 0
+	for {
+		n, err := s.PurgeAudit(ctx(t), tokens.AuditRefusals, auditT0, keep, limit)
+		if err != nil {
+			t.Fatalf("PurgeAudit after %d deleted: %v", deleted, err)
+		}
+		if n > limit {
+			t.Fatalf("one PurgeAudit deleted %d entries, more than its limit %d", n, limit)
+		}
+		deleted, calls = deleted+n, calls+1
+		if n < limit {
+			break
+		}
+		if calls > total {
+			t.Fatal("the purge does not end")
+		}
+	}
+	if want := (total - keep + limit - 1) / limit; deleted != total-keep || calls < want {
+		t.Fatalf("deleted %d in %d calls; want %d in at least %d", deleted, calls, total-keep, want)
+	}
+	got := mustListAudit(t, s, tokens.AuditQuery{Stream: tokens.AuditRefusals})
+	if len(got) != keep || got[0].ID != all[total-1].ID || got[keep-1].ID != all[total-keep].ID {
+		t.Fatalf("%d entries left, want the newest %d", len(got), keep)
+	}
+	// Old intervals go in bounded steps too.
+	if n, err := s.PurgeAudit(ctx(t), tokens.AuditRefusals, auditT0.Add(time.Hour), 1000, 30); err != nil || n != 30 {
+		t.Fatalf("PurgeAudit of old entries with limit 30 = %d, %v", n, err)
+	}
+}
+
+// testAuditJunkStream: the junk log is a stream of its own, listed and
+// purged apart from the refusals.
+func testAuditJunkStream(t *testing.T, f Factory) {
+	s := f(t)
+	junk := refusal(0, "", "", 20000)
+	junk.Stream, junk.Kind, junk.Status = tokens.AuditJunk, "missing", 428
+	real := refusal(1, "r", "node-a", 1)
+	mustPutAudit(t, s, junk, real)
+	sameEntries(t, mustListAudit(t, s, tokens.AuditQuery{Stream: tokens.AuditJunk}), []tokens.AuditEntry{junk})
+	sameEntries(t, mustListAudit(t, s, tokens.AuditQuery{Stream: tokens.AuditRefusals}), []tokens.AuditEntry{real})
+	if n, err := s.PurgeAudit(ctx(t), tokens.AuditJunk, auditT0.Add(time.Hour), 0, 10); err != nil || n != 1 {
+		t.Fatalf("PurgeAudit(junk) = %d, %v; want 1", n, err)
+	}
+	sameEntries(t, mustListAudit(t, s, tokens.AuditQuery{Stream: tokens.AuditRefusals}), []tokens.AuditEntry{real})
 }

@@ -1,0 +1,145 @@
+package gateway_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fencegw/fencegw/gateway"
+	"github.com/fencegw/fencegw/tokens"
+)
+
+// junkFlood sends n writes without a token to n distinct resources
+// (/tenant/<i>) through g from 8 clients, closes half once half of them
+// were answered, and counts those not answered 428.
+func junkFlood(g *gw, n int, half chan<- struct{}) int64 {
+	var wg sync.WaitGroup
+	var wrong, sent atomic.Int64
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}
+	defer client.CloseIdleConnections()
+	for c := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := c; i < n; i += 8 {
+				resp, err := client.Post(g.proxy.URL+fmt.Sprintf("/tenant/%d/x", i), "text/plain", nil)
+				if sent.Add(1) == int64(n/2) {
+					close(half)
+				}
+				if err != nil {
+					wrong.Add(1)
+					continue
+				}
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusPreconditionRequired {
+					wrong.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return wrong.Load()
+}
+
+// TestAuditJunkFloodKeepsHistory: on every store, with max_pending 1000, a
+// flood of 20,000 writes without a token to distinct resources, made while
+// the audit is not flushed, neither drops the one stale-epoch refusal nor
+// the one lease grant made during it; the flood is kept as a count per
+// route and reason, without its 20,000 names.
+func TestAuditJunkFloodKeepsHistory(t *testing.T) {
+	const flood = 20000
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			routes := append([]routeSpec{{prefix: "/tenant/", resource: "tenant-{segment:1}"}}, leaseRoutes...)
+			store := b.fresh(t)(t)
+			g := newGatewayWith(t, store, newUpstream(t), gatewayOptions{auditFlush: time.Minute,
+				auditInterval: time.Hour, auditMaxPending: 1000}, routes...)
+			if w := g.write(t, "/raw/x", "2"); w.status != http.StatusCreated {
+				t.Fatalf("write at epoch 2: %d %s", w.status, w.body)
+			}
+			done, half := make(chan int64), make(chan struct{})
+			go func() { done <- junkFlood(g, flood, half) }()
+			<-half
+			if w := g.write(t, "/raw/x", "1"); w.status != http.StatusPreconditionFailed {
+				t.Fatalf("stale write: %d %s", w.status, w.body)
+			}
+			grant := leaseOf(t, g.acquire(t, "report-builder", "node-a", 30))
+			if wrong := <-done; wrong > 0 {
+				t.Fatalf("%d of %d writes without a token were not answered 428", wrong, flood)
+			}
+			g.flushAudit(t)
+
+			if _, count := staleCount(t, g); count != 1 {
+				t.Fatalf("stale refusals counted: %d, want 1", count)
+			}
+			events := g.leaseHistoryOf(t, url.Values{"name": {"report-builder"}, "event": {"acquired"}}).Events
+			if len(events) != 1 || events[0].Epoch != grant.Epoch {
+				t.Fatalf("the grant during the flood: %+v", events)
+			}
+			var junk int64
+			entries := 0
+			for _, r := range g.rejectionsOf(t, url.Values{"decision": {"missing"}, "limit": {"1000"}}).Rejections {
+				entries++
+				junk += r.Count
+				if r.Resource != "" || r.Route == "" || r.Status != http.StatusPreconditionRequired {
+					t.Fatalf("a junk entry keeps a name or lacks its route and reason: %+v", r)
+				}
+			}
+			if entries < 1 || entries > 2 || junk != flood {
+				t.Fatalf("the flood is %d entries counting %d; want 1 or 2 counting %d", entries, junk, flood)
+			}
+			if es, err := store.ListAudit(t.Context(), tokens.AuditQuery{Stream: tokens.AuditJunk, Limit: 10}); err != nil || len(es) != entries {
+				t.Fatalf("the junk log holds %d entries (%v), want %d", len(es), err, entries)
+			}
+		})
+	}
+}
+
+// TestAuditRecorderClassBudgets: junk that fills its own budget (here
+// 20,000 refusals without a token over 500 routes, 100 entries kept)
+// drops junk only: the stale refusal and the grant recorded after it are
+// kept and written, and 20,000 junk names on one route are one entry.
+func TestAuditRecorderClassBudgets(t *testing.T) {
+	a, store, reader := newRecorder(t, gateway.AuditOptions{Interval: time.Hour, MaxPending: 100, JunkMaxPending: 100})
+	now := time.Now()
+	for i := range 20000 {
+		a.Refused(now, gateway.Rejection{Resource: fmt.Sprintf("tenant-%d", i), Decision: tokens.DecisionMissing,
+			Route: fmt.Sprintf("/r%d/", i%500), Status: 428}, "")
+	}
+	for i := range 20000 {
+		a.Refused(now, gateway.Rejection{Resource: fmt.Sprintf("other-%d", i), Decision: tokens.DecisionInvalid,
+			Route: "/r0/", Status: 400}, "")
+	}
+	a.Refused(now, stale("invoice-sweeper", 1), "")
+	a.Lease(now, tokens.LeaseAcquired, tokens.Lease{Name: "invoice-sweeper", Holder: "node-b", Epoch: 2}, nil, "")
+	if err := a.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(listAll(t, store, tokens.AuditRefusals)); n != 1 {
+		t.Fatalf("%d refusals of a presented token written, want the stale one", n)
+	}
+	if n := len(listAll(t, store, tokens.AuditLeases)); n != 1 {
+		t.Fatalf("%d lease events written, want the grant", n)
+	}
+	junk := listAll(t, store, tokens.AuditJunk)
+	var invalid int64
+	for _, e := range junk {
+		if e.Resource != "" {
+			t.Fatalf("a junk entry keeps a name: %+v", e)
+		}
+		if e.Kind == string(tokens.DecisionInvalid) {
+			invalid += e.Count
+		}
+	}
+	// The first 100 kinds (route, reason) fill the junk budget: the
+	// invalid tokens on /r0/ come after them and are dropped, counted.
+	if len(junk) != 100 || invalid != 0 || sumCounter(t, reader, "fencegw.audit.dropped") != 20000+20000-20000*100/500 {
+		t.Fatalf("junk: %d entries, %d invalid counted, %d dropped", len(junk), invalid,
+			sumCounter(t, reader, "fencegw.audit.dropped"))
+	}
+}
