@@ -28,6 +28,8 @@ func TestPprofIsOptInAndAdminOnly(t *testing.T) {
 		{true, "", http.StatusUnauthorized},
 	} {
 		c := config.Default()
+		// httptest.NewRequest names the host example.com.
+		c.Control.AllowedHosts = []string{"example.com"}
 		c.Store = filepath.Join(t.TempDir(), "fencegw.db")
 		c.Telemetry.Pprof = tc.pprof
 		c.Routes = []config.Route{{Prefix: "/w/", Upstream: "http://127.0.0.1:1", Tokens: config.TokensRaw}}

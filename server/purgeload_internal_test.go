@@ -33,8 +33,11 @@ func TestAuditWorkNeverHoldsFencing(t *testing.T) {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusCreated) }))
 	defer up.Close()
 	c := config.Default()
+	// httptest.NewRequest names the host example.com.
+	c.Control.AllowedHosts = []string{"example.com"}
 	c.Store = filepath.Join(t.TempDir(), "fencegw.db")
-	c.Routes = []config.Route{{Prefix: "/w/", Upstream: up.URL, Tokens: config.TokensRaw, Resource: "leader"}}
+	c.Routes = []config.Route{{Prefix: "/w/", Upstream: up.URL, Tokens: config.TokensRaw, Resource: "leader",
+		RawOnLeased: config.RawOnLeasedAllow}} // the fenced writes stand for the leader's
 	c.Audit.History.MaxEntries = 100
 	c.Audit.History.MaxPending = 30000
 	c.Audit.Flush = config.Duration(time.Minute) // flushed by hand below
