@@ -99,6 +99,8 @@ type Config struct {
 	UI UI `yaml:"ui"`
 	// Watch tunes the lease watch streams.
 	Watch Watch `yaml:"watch"`
+	// Leases caps the live leases and reclaims the records of ended ones.
+	Leases Leases `yaml:"leases"`
 	// Routes are the proxied paths.
 	Routes []Route `yaml:"routes"`
 }
@@ -170,6 +172,9 @@ type APIKey struct {
 	Leases []string `yaml:"leases"`
 	// Admin keys may use every lease and the fence endpoints.
 	Admin bool `yaml:"admin"`
+	// MaxLeases caps the live leases this key owns (see Leases.MaxLive);
+	// 0, the default, leaves it to the global cap alone.
+	MaxLeases int `yaml:"max_leases"`
 }
 
 // Route is one proxied path prefix.
@@ -260,6 +265,7 @@ func Default() Config {
 			Retention: Duration(30 * 24 * time.Hour), MaxEntries: 100_000},
 		Idempotency: Idempotency{TTL: Duration(24 * time.Hour), MaxAnswerBytes: 64 << 10},
 		Watch:       Watch{WriteTimeout: Duration(DefaultWatchWriteTimeout), MaxWatchers: DefaultMaxWatchers},
+		Leases:      Leases{MaxLive: DefaultMaxLiveLeases, Retention: Duration(DefaultLeaseRetention)},
 		Signing: Signing{
 			Issuer:        "fencegw",
 			Audience:      "fencegw",

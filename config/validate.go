@@ -67,6 +67,7 @@ func (c *Config) Validate() error {
 	validateAudit(c.Audit, bad)
 	validateConnBudget(c, bad)
 	validateWatch(c.Watch, bad)
+	validateLeases(c, bad)
 	if err := CheckTraceURL(c.UI.TraceURL); err != nil {
 		bad("ui.trace_url", "%v", err)
 	}
