@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"errors"
+	"math"
 	"net/http"
 
 	"github.com/fencegw/fencegw/policy"
@@ -64,6 +65,10 @@ const (
 	// TypeTooManyWatchers (503): the process serves watch.max_watchers
 	// lease watches already; Retry-After says when to try again.
 	TypeTooManyWatchers = "urn:fencegw:problem:too-many-watchers"
+	// TypeLeaseQuota (429): the acquire would make one live lease more
+	// than the API key's max_leases or leases.max_live allows; a release
+	// or a lapse frees a slot. Retry-After says when the count is next read.
+	TypeLeaseQuota = "urn:fencegw:problem:lease-quota"
 )
 
 // ProblemKind is one entry of the problem catalogue: a kind of answer the
@@ -123,6 +128,7 @@ var (
 	KindDraining       = ProblemKind{TypeDraining, "Shutting down", http.StatusServiceUnavailable, "", 1}
 
 	KindTooManyWatchers = ProblemKind{TypeTooManyWatchers, "Too many lease watches", http.StatusServiceUnavailable, "", 5}
+	KindLeaseQuota      = ProblemKind{TypeLeaseQuota, "Too many live leases", http.StatusTooManyRequests, "", 1}
 )
 
 // ProblemKinds returns the whole catalogue (openapi.yaml is checked
@@ -132,7 +138,7 @@ func ProblemKinds() []ProblemKind {
 		KindEpochNotIssued, KindBadResource, KindStoreUnavailable, KindBadPath, KindBadMethod, KindNoRoute, KindBodyTooLarge,
 		KindBadFraming, KindHeadTooLarge, KindCodingUnknown, KindUpstream, KindUpstreamSlow, KindLeaseHeld, KindLeaseLost,
 		KindLeaseOwned, KindEpochExhausted, KindLockDelay, KindNotFound, KindNotAllowed, KindBadRequest, KindUnauthorized, KindForbidden,
-		KindInternal, KindDraining, KindTooManyWatchers, KindRawOnLeased}
+		KindInternal, KindDraining, KindTooManyWatchers, KindRawOnLeased, KindLeaseQuota}
 }
 
 // answer is an error the gateway answers with a kind of its own choosing
@@ -186,6 +192,11 @@ func problemOf(err error) Problem {
 	if notIssued, ok := errors.AsType[*tokens.EpochNotIssuedError](err); ok {
 		p := KindEpochNotIssued.problem(notIssued.Error())
 		p.Resource, p.PresentedEpoch, p.CurrentEpoch = notIssued.Resource, epochPtr(notIssued.Presented), epochPtr(notIssued.Issued)
+		return p
+	}
+	if quota, ok := errors.AsType[*tokens.LeaseQuotaError](err); ok {
+		p := KindLeaseQuota.problem(quota.Error() + "; release a lease or retry later")
+		p.retryAfter = max(int(math.Ceil(quota.RetryAfter.Seconds())), 1)
 		return p
 	}
 	if leased, ok := errors.AsType[*tokens.RawOnLeasedError](err); ok {

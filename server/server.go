@@ -170,7 +170,7 @@ func New(ctx context.Context, c config.Config, o Options) (s *Server, err error)
 		JWKS: s.auth.Keys.JWKS, Keys: apiKeys(c), Observer: s.obs, Metrics: metrics, Draining: &s.draining,
 		Pprof: c.Telemetry.Pprof, LockDelay: c.LockDelay.D(), Stopping: s.stopping,
 		WatchHeartbeat: o.WatchHeartbeat, UITraceURL: c.UI.TraceURL, Refusals: refusals,
-		WatchWriteTimeout: c.Watch.WriteTimeout.D(), MaxWatchers: c.Watch.MaxWatchers})
+		WatchWriteTimeout: c.Watch.WriteTimeout.D(), MaxWatchers: c.Watch.MaxWatchers, MaxLiveLeases: c.Leases.MaxLive})
 	s.stopPurge, s.purged = make(chan struct{}), make(chan struct{})
 	go s.purgeLoop(s.stopPurge, s.purged)
 	var auditCtx context.Context

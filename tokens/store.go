@@ -42,6 +42,7 @@ type Store interface {
 	Close() error
 
 	LeaseStore
+	LeaseCounter
 	IdempotencyStore
 	LeaseNotifier
 	LeaseWatcher
