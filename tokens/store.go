@@ -43,6 +43,7 @@ type Store interface {
 
 	LeaseStore
 	LeaseCounter
+	LeaseReclaimer
 	IdempotencyStore
 	LeaseNotifier
 	LeaseWatcher
