@@ -104,13 +104,12 @@ func (c *control) acquire(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	gen, err := c.reserveLease(r.Context(), name, by)
-	if err != nil {
+	if err := c.reserveLease(r.Context(), name, by); err != nil {
 		c.leaseError(w, r, "acquire", name, err)
 		return
 	}
 	g, err := c.Fence.Acquire(r.Context(), name, *req.Holder, terms, by)
-	c.settleLease(by, gen, g, err)
+	c.settleLease(by, g, err)
 	if err != nil {
 		c.leaseError(w, r, "acquire", name, err)
 		return

@@ -18,20 +18,23 @@ const DefaultQuotaPeriod = time.Second
 // the data plane: it runs on a lease acquire only.
 //
 // The count comes from the store (tokens.LeaseCounter), so it is shared
-// by every replica; a replica reads it at most once per period and adds
-// the grants it made itself since, reserving a slot before each acquire.
-// So one replica never overshoots a cap, and N replicas overshoot it by at
-// most (N-1) × the grants one replica makes in a period.
+// by every replica. A replica reads it at most once per period (and after
+// a release) and adds what it did itself: the acquires in flight, and the
+// grants made since the read. A grant that committed just before a read is
+// counted twice until the next one, never missed, so one replica never
+// overshoots a cap, and N replicas overshoot it by at most (N-1) × the
+// grants one replica makes in a period.
 type leaseQuota struct {
 	max    int            // the global cap; 0: none
 	perKey map[string]int // API key name → its cap; absent: none
 	period time.Duration
-
-	mu     sync.Mutex
-	readAt time.Time        // when count was read; zero: never
-	gen    uint64           // counts the reads of count
-	count  tokens.LiveCount // as read, plus the grants reserved since
 	now    func() time.Time // the clock (time.Now)
+
+	mu       sync.Mutex
+	readAt   time.Time        // when base was read; zero: never
+	base     tokens.LiveCount // as read from the store
+	since    tokens.LiveCount // grants this replica made since the read
+	inflight tokens.LiveCount // acquires reserved and not yet settled
 }
 
 // newLeaseQuota returns the quota of max live leases overall and each
@@ -52,100 +55,61 @@ func newLeaseQuota(max int, keys APIKeys, period time.Duration) *leaseQuota {
 	return q
 }
 
-// reserve takes a slot for one more live lease owned by by.Name, and
-// returns the reservation, or a *tokens.LeaseQuotaError when a cap has
-// none left. isLive reports (reading the store) whether lease name is live
-// already, in which case the acquire cannot add one and is left to the
-// store to decide: it is only asked when a cap is full. A reservation that
-// did not add a live lease is given back with unreserve.
+// reserve takes a slot for one more live lease owned by by.Name, or
+// returns a *tokens.LeaseQuotaError when a cap has none left. isLive
+// reports (reading the store) whether lease name is live already, in which
+// case the acquire cannot add one and is left to the store to decide: it
+// is asked only when a cap is full. Every nil return must be settled.
 func (q *leaseQuota) reserve(ctx context.Context, store tokens.LeaseCounter, name string, by tokens.Caller,
-	isLive func(context.Context) (bool, error)) (uint64, error) {
-	gen, over, err := q.take(ctx, store, name, by)
+	isLive func(context.Context) (bool, error)) error {
+	over, err := q.take(ctx, store, name, by, false)
 	if err != nil || over == nil {
-		return gen, err
+		return err
 	}
 	live, err := isLive(ctx)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	if !live {
-		return 0, over
+		return over
 	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.add(by.Name, 1)
-	return q.gen, nil
+	_, err = q.take(ctx, store, name, by, true)
+	return err
 }
 
-// take reserves a slot if every cap has one and returns the count's
-// generation, or returns the refusal of the first full cap without
-// reserving.
-func (q *leaseQuota) take(ctx context.Context, store tokens.LeaseCounter, name string, by tokens.Caller) (uint64, *tokens.LeaseQuotaError, error) {
+// take reserves a slot if every cap has one (or force) and returns nil, or
+// returns the refusal of the first full cap without reserving.
+func (q *leaseQuota) take(ctx context.Context, store tokens.LeaseCounter, name string, by tokens.Caller, force bool) (*tokens.LeaseQuotaError, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if now := q.now(); q.readAt.IsZero() || now.Sub(q.readAt) >= q.period {
 		c, err := store.LiveLeases(ctx)
 		if err != nil {
-			return 0, nil, &tokens.UnavailableError{Op: "count leases", Resource: name, Err: err}
+			return nil, &tokens.UnavailableError{Op: "count leases", Resource: name, Err: err}
 		}
-		q.count, q.readAt = c, now
-		q.gen++
+		q.base, q.since, q.readAt = c, tokens.LiveCount{}, now
 	}
-	keyMax := q.perKey[by.Name]
-	retry := q.period
-	switch {
-	case keyMax > 0 && q.count.ByOwner[by.Name] >= keyMax:
-		return 0, &tokens.LeaseQuotaError{Name: name, Caller: by.Name, Scope: "key", Live: q.count.ByOwner[by.Name], Max: keyMax, RetryAfter: retry}, nil
-	case q.max > 0 && q.count.Total >= q.max:
-		return 0, &tokens.LeaseQuotaError{Name: name, Scope: "global", Live: q.count.Total, Max: q.max, RetryAfter: retry}, nil
+	total := q.base.Total + q.since.Total + q.inflight.Total
+	mine := q.base.ByOwner[by.Name] + q.since.ByOwner[by.Name] + q.inflight.ByOwner[by.Name]
+	switch keyMax := q.perKey[by.Name]; {
+	case force:
+	case keyMax > 0 && mine >= keyMax:
+		return &tokens.LeaseQuotaError{Name: name, Caller: by.Name, Scope: "key", Live: mine, Max: keyMax, RetryAfter: q.period}, nil
+	case q.max > 0 && total >= q.max:
+		return &tokens.LeaseQuotaError{Name: name, Scope: "global", Live: total, Max: q.max, RetryAfter: q.period}, nil
 	}
-	q.add(by.Name, 1)
-	return q.gen, nil, nil
+	add(&q.inflight, by.Name, 1)
+	return nil, nil
 }
 
-// unreserve gives back a slot reserved for owner at generation gen: its
-// acquire failed, or re-granted a lease that was live already. A count
-// read since the reservation already saw the outcome, and is left alone.
-func (q *leaseQuota) unreserve(owner string, gen uint64) {
+// settle ends owner's reservation: added reports that its acquire made a
+// lease live that was not.
+func (q *leaseQuota) settle(owner string, added bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if gen == q.gen {
-		q.add(owner, -1)
-	}
-}
-
-// add changes the counts of owner's live leases by n. The caller holds mu.
-func (q *leaseQuota) add(owner string, n int) {
-	if q.count.ByOwner == nil {
-		q.count.ByOwner = map[string]int{}
-	}
-	q.count.Total += n
-	q.count.ByOwner[owner] += n
-}
-
-// reserveLease reserves a slot for the acquire of name by by (see
-// leaseQuota.reserve); without a quota it reserves nothing.
-func (c *control) reserveLease(ctx context.Context, name string, by tokens.Caller) (uint64, error) {
-	if c.quota == nil {
-		return 0, nil
-	}
-	return c.quota.reserve(ctx, c.Fence.Store(), name, by, func(ctx context.Context) (bool, error) {
-		l, err := c.Fence.Store().Lease(ctx, name)
-		if errors.Is(err, tokens.ErrLeaseNotFound) {
-			return false, nil
-		}
-		return l.Held, err
-	})
-}
-
-// settleLease gives back the slot reserved at gen unless the acquire
-// (grant g, error err) made a lease live that was not.
-func (c *control) settleLease(by tokens.Caller, gen uint64, g tokens.Grant, err error) {
-	if c.quota == nil {
-		return
-	}
-	if err != nil || g.Previous != nil && g.Previous.Held {
-		c.quota.unreserve(by.Name, gen)
+	add(&q.inflight, owner, -1)
+	if added {
+		add(&q.since, owner, 1)
 	}
 }
 
@@ -158,4 +122,38 @@ func (q *leaseQuota) forget() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.readAt = time.Time{}
+}
+
+// add changes c's counts of owner's live leases by n.
+func add(c *tokens.LiveCount, owner string, n int) {
+	if c.ByOwner == nil {
+		c.ByOwner = map[string]int{}
+	}
+	c.Total += n
+	c.ByOwner[owner] += n
+}
+
+// reserveLease reserves a slot for the acquire of name by by (see
+// leaseQuota.reserve); without a quota it reserves nothing. A nil error
+// must be followed by settleLease.
+func (c *control) reserveLease(ctx context.Context, name string, by tokens.Caller) error {
+	if c.quota == nil {
+		return nil
+	}
+	return c.quota.reserve(ctx, c.Fence.Store(), name, by, func(ctx context.Context) (bool, error) {
+		l, err := c.Fence.Store().Lease(ctx, name)
+		if errors.Is(err, tokens.ErrLeaseNotFound) {
+			return false, nil
+		}
+		return l.Held, err
+	})
+}
+
+// settleLease settles the reservation of an acquire by by that returned g
+// and err: it added a live lease unless it failed or re-granted one that
+// was live.
+func (c *control) settleLease(by tokens.Caller, g tokens.Grant, err error) {
+	if c.quota != nil {
+		c.quota.settle(by.Name, err == nil && (g.Previous == nil || !g.Previous.Held))
+	}
 }

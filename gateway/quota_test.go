@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"crypto/sha256"
 	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/fencegw/fencegw/gateway"
@@ -80,5 +81,28 @@ func release(t *testing.T, g *gw, h map[string]string, name string) {
 	}
 	if r := do(t, "POST", g.api.URL+"/v1/leases/"+name+"/release", h, fmt.Sprintf(`{"holder":"h","epoch":%d}`, l.Epoch)); r.status != 200 && r.status != 204 {
 		t.Fatalf("release %s: %d %s", name, r.status, r.body)
+	}
+}
+
+// TestLeaseQuotaConcurrent: concurrent acquires through one replica never
+// overshoot the cap: of 20 at once under a cap of 5, exactly 5 succeed.
+func TestLeaseQuotaConcurrent(t *testing.T) {
+	g := newGatewayWith(t, boltFresh(t)(t), newUpstream(t), gatewayOptions{maxLive: 5})
+	statuses := make(chan int, 20)
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Go(func() {
+			r := do(t, "POST", fmt.Sprintf("%s/v1/leases/c-%d/acquire", g.api.URL, i), nil, `{"holder":"h","ttl_seconds":60}`)
+			statuses <- r.status
+		})
+	}
+	wg.Wait()
+	close(statuses)
+	n := map[int]int{}
+	for s := range statuses {
+		n[s]++
+	}
+	if n[200] != 5 || n[429] != 15 {
+		t.Fatalf("20 concurrent acquires under a cap of 5: %v, want 5 × 200 and 15 × 429", n)
 	}
 }
