@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/fencegw/fencegw/gateway"
 )
@@ -104,5 +105,31 @@ func TestLeaseQuotaConcurrent(t *testing.T) {
 	}
 	if n[200] != 5 || n[429] != 15 {
 		t.Fatalf("20 concurrent acquires under a cap of 5: %v, want 5 × 200 and 15 × 429", n)
+	}
+}
+
+// TestLeaseQuotaAcrossReplicas: on a shared store the cap counts every
+// replica's leases. Each replica may overshoot by what the others granted
+// since it last read the count (at most a second ago); once it reads again,
+// it refuses.
+func TestLeaseQuotaAcrossReplicas(t *testing.T) {
+	for _, b := range backends()[1:] { // the shared stores
+		t.Run(b.name, func(t *testing.T) {
+			f := b.fresh(t)
+			up := newUpstream(t)
+			r1 := newGatewayWith(t, f(t), up, gatewayOptions{maxLive: 2})
+			r2 := newGatewayWith(t, f(t), up, gatewayOptions{maxLive: 2})
+			acquire := func(g *gw, name string) answer {
+				return do(t, "POST", g.api.URL+"/v1/leases/"+name+"/acquire", nil, `{"holder":"h","ttl_seconds":60}`)
+			}
+			for i, g := range []*gw{r1, r2} {
+				if r := acquire(g, fmt.Sprintf("x-%d", i)); r.status != 200 {
+					t.Fatalf("acquire through replica %d: %d %s", i+1, r.status, r.body)
+				}
+			}
+			time.Sleep(gateway.DefaultQuotaPeriod + 100*time.Millisecond)
+			mustBeQuota(t, acquire(r1, "x-2"))
+			mustBeQuota(t, acquire(r2, "x-2"))
+		})
 	}
 }
