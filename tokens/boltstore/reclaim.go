@@ -75,11 +75,17 @@ func (s *Store) reclaimable(tx *bolt.Tx, now time.Time, retention time.Duration,
 }
 
 // endedBefore reports whether rec's grant ended, lock-delay included, at
-// least retention before now. The caller holds leaseMu.
+// least retention before now. Whether it ended is decided on the monotonic
+// deadline (so a lock-delay is never cut short); when, on the wall-clock
+// expiry the file keeps (a release sets it), so a restart does not start
+// the retention over. The caller holds leaseMu.
 func (s *Store) endedBefore(name string, rec leaseRecord, now time.Time, retention time.Duration) bool {
-	end := s.deadline(name, rec, now)
+	if s.deadline(name, rec, now).After(now) || s.delayLeft(name, rec, now) > 0 {
+		return false // live, or in its lock-delay
+	}
+	end := time.Unix(0, rec.ExpiresUnix)
 	if !rec.Released {
 		end = end.Add(rec.lockDelay())
 	}
-	return !end.After(now.Add(-retention))
+	return !end.After(s.wall().Add(-retention))
 }
