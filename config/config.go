@@ -106,6 +106,8 @@ type Config struct {
 	Watch Watch `yaml:"watch"`
 	// Control tunes the control API's defences against web pages.
 	Control Control `yaml:"control"`
+	// Leases caps the live leases and reclaims the records of ended ones.
+	Leases Leases `yaml:"leases"`
 	// Routes are the proxied paths.
 	Routes []Route `yaml:"routes"`
 }
@@ -195,6 +197,9 @@ type APIKey struct {
 	Leases []string `yaml:"leases"`
 	// Admin keys may use every lease and the fence endpoints.
 	Admin bool `yaml:"admin"`
+	// MaxLeases caps the live leases this key owns (see Leases.MaxLive);
+	// 0, the default, leaves it to the global cap alone.
+	MaxLeases int `yaml:"max_leases"`
 }
 
 // Route is one proxied path prefix.
@@ -286,6 +291,7 @@ func Default() Config {
 			Junk: AuditClass{MaxPending: 1000, MaxEntries: 10_000}},
 		Idempotency: Idempotency{TTL: Duration(24 * time.Hour), MaxAnswerBytes: 64 << 10},
 		Watch:       Watch{WriteTimeout: Duration(DefaultWatchWriteTimeout), MaxWatchers: DefaultMaxWatchers},
+		Leases:      Leases{MaxLive: DefaultMaxLiveLeases, Retention: Duration(DefaultLeaseRetention)},
 		Signing: Signing{
 			Issuer:        "fencegw",
 			Audience:      "fencegw",

@@ -68,6 +68,7 @@ func (c *Config) Validate() error {
 	validateControl(c.Control, bad)
 	validateConnBudget(c, bad)
 	validateWatch(c.Watch, bad)
+	validateLeases(c, bad)
 	if err := CheckTraceURL(c.UI.TraceURL); err != nil {
 		bad("ui.trace_url", "%v", err)
 	}

@@ -23,6 +23,9 @@ type APIKey struct {
 	// Admin keys may use every lease, whatever its owner, and the fence
 	// endpoints.
 	Admin bool
+	// MaxLeases caps the live leases the key owns; 0: no cap of its own
+	// (ControlOptions.MaxLiveLeases still applies).
+	MaxLeases int
 }
 
 // APIKeys authenticates control API callers by bearer key. An empty set

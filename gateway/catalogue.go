@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"errors"
+	"math"
 	"net/http"
 
 	"github.com/fencegw/fencegw/policy"
@@ -73,6 +74,10 @@ const (
 	// TypeUnsupportedMedia (415): a control API request that changes state
 	// did not send its body as application/json.
 	TypeUnsupportedMedia = "urn:fencegw:problem:unsupported-media-type"
+	// TypeLeaseQuota (429): the acquire would make one live lease more
+	// than the API key's max_leases or leases.max_live allows; a release
+	// or a lapse frees a slot. Retry-After says when the count is next read.
+	TypeLeaseQuota = "urn:fencegw:problem:lease-quota"
 )
 
 // ProblemKind is one entry of the problem catalogue: a kind of answer the
@@ -135,6 +140,7 @@ var (
 	KindMisdirected      = ProblemKind{TypeMisdirected, "Host not served here", http.StatusMisdirectedRequest, "", 0}
 	KindCrossOrigin      = ProblemKind{TypeCrossOrigin, "Cross-origin request refused", http.StatusForbidden, "", 0}
 	KindUnsupportedMedia = ProblemKind{TypeUnsupportedMedia, "Body must be application/json", http.StatusUnsupportedMediaType, "", 0}
+	KindLeaseQuota       = ProblemKind{TypeLeaseQuota, "Too many live leases", http.StatusTooManyRequests, "", 1}
 )
 
 // ProblemKinds returns the whole catalogue (openapi.yaml is checked
@@ -144,7 +150,8 @@ func ProblemKinds() []ProblemKind {
 		KindEpochNotIssued, KindBadResource, KindStoreUnavailable, KindBadPath, KindBadMethod, KindNoRoute, KindBodyTooLarge,
 		KindBadFraming, KindHeadTooLarge, KindCodingUnknown, KindUpstream, KindUpstreamSlow, KindLeaseHeld, KindLeaseLost,
 		KindLeaseOwned, KindEpochExhausted, KindLockDelay, KindNotFound, KindNotAllowed, KindBadRequest, KindUnauthorized, KindForbidden,
-		KindInternal, KindDraining, KindTooManyWatchers, KindRawOnLeased, KindMisdirected, KindCrossOrigin, KindUnsupportedMedia}
+		KindInternal, KindDraining, KindTooManyWatchers, KindRawOnLeased, KindMisdirected, KindCrossOrigin, KindUnsupportedMedia,
+		KindLeaseQuota}
 }
 
 // answer is an error the gateway answers with a kind of its own choosing
@@ -198,6 +205,11 @@ func problemOf(err error) Problem {
 	if notIssued, ok := errors.AsType[*tokens.EpochNotIssuedError](err); ok {
 		p := KindEpochNotIssued.problem(notIssued.Error())
 		p.Resource, p.PresentedEpoch, p.CurrentEpoch = notIssued.Resource, epochPtr(notIssued.Presented), epochPtr(notIssued.Issued)
+		return p
+	}
+	if quota, ok := errors.AsType[*tokens.LeaseQuotaError](err); ok {
+		p := KindLeaseQuota.problem(quota.Error() + "; release a lease or retry later")
+		p.retryAfter = max(int(math.Ceil(quota.RetryAfter.Seconds())), 1)
 		return p
 	}
 	if leased, ok := errors.AsType[*tokens.RawOnLeasedError](err); ok {

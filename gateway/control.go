@@ -71,6 +71,10 @@ type ControlOptions struct {
 	// Browser keeps the control API safe within a web browser's reach: the
 	// Host and Origin every request must have (see BrowserOptions).
 	Browser BrowserOptions
+	// MaxLiveLeases caps the live leases in the store (held, or in their
+	// lock-delay); beyond it, and beyond a key's APIKey.MaxLeases, an
+	// acquire is answered 429 (0: no global cap). See leaseQuota.
+	MaxLiveLeases int
 }
 
 // NewControlAPI returns the control API handler, served on its own listener:
@@ -144,7 +148,7 @@ func (o ControlOptions) withDefaults() ControlOptions {
 // spans NewControlAPI adds around it.
 func NewControlRouter(o ControlOptions) chi.Router {
 	o = o.withDefaults()
-	c := &control{ControlOptions: o}
+	c := &control{ControlOptions: o, quota: newLeaseQuota(o.MaxLiveLeases, o.Keys, DefaultQuotaPeriod)}
 	if o.Fence != nil {
 		c.hub = newWatchHub(o.Fence.Store(), o.Fence.Lease, o.MaxWatchers)
 	}
@@ -198,7 +202,8 @@ func NewControlRouter(o ControlOptions) chi.Router {
 
 type control struct {
 	ControlOptions
-	hub *watchHub // the lease watches' fan-out
+	hub   *watchHub   // the lease watches' fan-out
+	quota *leaseQuota // nil: no cap
 }
 
 func (c *control) healthz(w http.ResponseWriter, _ *http.Request) {

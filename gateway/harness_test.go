@@ -265,6 +265,8 @@ type gatewayOptions struct {
 	// auditMaxPending is audit.history.max_pending and
 	// audit.junk.max_pending (the defaults when 0).
 	auditMaxPending int
+	// maxLive is leases.max_live (the default when 0).
+	maxLive int
 }
 
 // tokensEpochSource abbreviates the epoch source type in tables.
@@ -297,6 +299,9 @@ func newGatewayWith(t *testing.T, store tokens.Store, up *upstream, o gatewayOpt
 	if o.maxWatchers > 0 {
 		c.Watch.MaxWatchers = o.maxWatchers
 	}
+	if o.maxLive > 0 {
+		c.Leases.MaxLive = o.maxLive
+	}
 	if o.auditFlush > 0 {
 		c.Audit.Flush = config.Duration(o.auditFlush)
 	}
@@ -326,7 +331,8 @@ func newGatewayWith(t *testing.T, store tokens.Store, up *upstream, o gatewayOpt
 		c.Routes = append(c.Routes, r)
 	}
 	for _, k := range o.keys {
-		c.APIKeys = append(c.APIKeys, config.APIKey{Name: k.Name, SHA256: hex.EncodeToString(k.Hash[:]), Leases: k.Leases, Admin: k.Admin})
+		c.APIKeys = append(c.APIKeys, config.APIKey{Name: k.Name, SHA256: hex.EncodeToString(k.Hash[:]), Leases: k.Leases, Admin: k.Admin,
+			MaxLeases: k.MaxLeases})
 	}
 	opts := server.Options{Logger: slog.New(slog.DiscardHandler), Store: store, Transport: o.transport, WatchHeartbeat: o.heartbeat,
 		Authority:  &signed.Authority{Keys: o.auth.keys, Signer: o.auth.signer, Verifier: o.auth.verifier},

@@ -29,6 +29,10 @@ func leaseErrorLine(op string, err error, p *Problem) (slog.Level, string, []slo
 	case errors.As(err, &lost):
 		return slog.LevelInfo, "lease " + op + " refused", []slog.Attr{slog.String("holder", lost.Holder),
 			slog.Int64("epoch", lost.Epoch), slog.String("reason", lost.Reason)}
+	case isA[*tokens.LeaseQuotaError](err):
+		q, _ := errors.AsType[*tokens.LeaseQuotaError](err)
+		return slog.LevelWarn, "lease " + op + " refused: too many live leases", []slog.Attr{slog.String("caller", q.Caller),
+			slog.String("scope", q.Scope), slog.Int("live", q.Live), slog.Int("max", q.Max)}
 	case p.cause != nil:
 		return slog.LevelWarn, "lease " + op + " failed", []slog.Attr{slog.String("error", p.cause.Error())}
 	}

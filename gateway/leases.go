@@ -105,7 +105,12 @@ func (c *control) acquire(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if err := c.reserveLease(r.Context(), name, by); err != nil {
+		c.leaseError(w, r, "acquire", name, err)
+		return
+	}
 	g, err := c.Fence.Acquire(r.Context(), name, *req.Holder, terms, by)
+	c.settleLease(by, g, err)
 	if err != nil {
 		c.leaseError(w, r, "acquire", name, err)
 		return
@@ -168,6 +173,7 @@ func (c *control) release(w http.ResponseWriter, r *http.Request) {
 		c.leaseError(w, r, "release", name, err)
 		return
 	}
+	c.quota.forget()
 	c.Observer.leaseEvent(r.Context(), "fencing.lease.released", c.Observer.leaseReleases, name, holder, epoch)
 	c.Observer.leaseHistory(r.Context(), c.Observer.now(), tokens.LeaseReleased, tokens.Lease{Name: name, Holder: holder, Epoch: epoch}, nil)
 	c.Logger.LogAttrs(r.Context(), slog.LevelInfo, "lease released", slog.String("lease", name),

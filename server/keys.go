@@ -15,7 +15,7 @@ func apiKeys(c config.Config) gateway.APIKeys {
 		var h [32]byte
 		b, _ := hex.DecodeString(strings.ToLower(k.SHA256))
 		copy(h[:], b)
-		ks = append(ks, gateway.APIKey{Name: k.Name, Hash: h, Leases: k.Leases, Admin: k.Admin})
+		ks = append(ks, gateway.APIKey{Name: k.Name, Hash: h, Leases: k.Leases, Admin: k.Admin, MaxLeases: k.MaxLeases})
 	}
 	return ks
 }

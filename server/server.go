@@ -86,6 +86,7 @@ type Server struct {
 	// stopPurge ends purgeLoop, which closes purged.
 	stopPurge chan struct{}
 	purged    chan struct{}
+	reclaim   *reclaimLoop // ended leases' records, after leases.retention
 	// audit records the durable audit; stopAudit ends its writing (with
 	// a last flush), then audited closes.
 	audit     *gateway.AuditRecorder
@@ -173,9 +174,11 @@ func New(ctx context.Context, c config.Config, o Options) (s *Server, err error)
 		JWKS: s.auth.Keys.JWKS, Keys: apiKeys(c), Observer: s.obs, Metrics: metrics, MetricsPublic: c.Telemetry.MetricsPublic, Draining: &s.draining,
 		Pprof: c.Telemetry.Pprof, LockDelay: c.LockDelay.D(), Stopping: s.stopping,
 		WatchHeartbeat: o.WatchHeartbeat, UITraceURL: c.UI.TraceURL, Refusals: refusals, Browser: browserOptions(c),
-		WatchWriteTimeout: c.Watch.WriteTimeout.D(), MaxWatchers: c.Watch.MaxWatchers})
+		WatchWriteTimeout: c.Watch.WriteTimeout.D(), MaxWatchers: c.Watch.MaxWatchers, MaxLiveLeases: c.Leases.MaxLive})
 	s.stopPurge, s.purged = make(chan struct{}), make(chan struct{})
 	go s.purgeLoop(s.stopPurge, s.purged)
+	s.reclaim = startReclaim(s.store, reclaimTerms{retention: c.Leases.Retention.D(), every: reclaimEvery, batch: reclaimBatch,
+		timeout: c.StoreTimeout.D()}, s.log)
 	var auditCtx context.Context
 	auditCtx, s.stopAudit = context.WithCancel(context.Background())
 	s.audited = make(chan struct{})
@@ -244,6 +247,7 @@ func (s *Server) Close() error {
 		<-s.purged
 		s.stopPurge = nil
 	}
+	s.reclaim.close()
 	if s.stopAudit != nil {
 		s.stopAudit() // the recorder writes what it holds, then returns
 		<-s.audited

@@ -42,6 +42,8 @@ type Store interface {
 	Close() error
 
 	LeaseStore
+	LeaseCounter
+	LeaseReclaimer
 	IdempotencyStore
 	LeaseNotifier
 	LeaseWatcher

@@ -41,6 +41,9 @@ type Store struct {
 	// clock is the wall clock of the expiries on disk and reported (the
 	// system clock when nil); see OpenClock.
 	clock tokens.Clock
+	// reclaimFrom is the lease record where the last reclaim scan
+	// stopped (under leaseMu); nil: the first.
+	reclaimFrom []byte
 	// commits groups HWM raises into shared transactions.
 	commits *committer
 	// leaseMu serializes lease changes with their in-memory deadlines.

@@ -108,3 +108,7 @@ func TestIdempotencyContract(t *testing.T) {
 func TestAuditContract(t *testing.T) {
 	storetest.RunAudit(t, fresh)
 }
+
+func TestLeaseRecordsContract(t *testing.T) {
+	storetest.RunLeaseRecords(t, fresh)
+}

@@ -299,7 +299,11 @@ func (s *Store) Mark(ctx context.Context, resource string) (tokens.Mark, error) 
 		if m.HWM, err = get(tx, resource); err != nil {
 			return err
 		}
-		rec, found, err = getLease(tx, resource)
+		if rec, found, err = getLease(tx, resource); err != nil || found {
+			return err
+		}
+		// A reclaimed lease: still leased, at its issued epoch, not live.
+		m.Lease.Epoch, err = getFrom(tx, issuedBucket, resource)
 		return err
 	})
 	if err != nil {

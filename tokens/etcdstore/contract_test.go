@@ -18,6 +18,11 @@ func TestLeaseContract(t *testing.T) {
 	storetest.RunLeases(t, freshUnder(testetcd.Start(t, 1), "/leases/"))
 }
 
+// TestLeaseRecordsContract runs the live-count and reclaim contract.
+func TestLeaseRecordsContract(t *testing.T) {
+	storetest.RunLeaseRecords(t, freshUnder(testetcd.Start(t, 1), "/records/"))
+}
+
 // freshUnder returns a contract suite's fresh function over cluster c: each
 // subtest keeps its keys under a prefix of its own below base, and each
 // Factory call opens a new Store with its own client, so "restart" and

@@ -30,11 +30,12 @@ func (s *Store) Mark(ctx context.Context, resource string) (tokens.Mark, error) 
 		return tokens.Mark{}, unavailable(op, resource, ErrClosed)
 	}
 	key := s.key(resource)
-	tr, err := s.cli.Txn(ctx).Then(clientv3.OpGet(key), clientv3.OpGet(s.leaseKey(resource)), clientv3.OpGet(s.aliveKey(resource))).Commit()
+	tr, err := s.cli.Txn(ctx).Then(clientv3.OpGet(key), clientv3.OpGet(s.leaseKey(resource)), clientv3.OpGet(s.aliveKey(resource)),
+		clientv3.OpGet(s.issuedKey(resource))).Commit()
 	if err != nil {
 		return tokens.Mark{}, unavailable(op, resource, fmt.Errorf("get %q and its lease: %w", key, err))
 	}
-	kvs, err := ranges(tr.Responses, 3)
+	kvs, err := ranges(tr.Responses, 4)
 	if err != nil {
 		return tokens.Mark{}, unavailable(op, resource, err)
 	}
@@ -43,7 +44,12 @@ func (s *Store) Mark(ctx context.Context, resource string) (tokens.Mark, error) 
 		return tokens.Mark{}, unavailable(op, resource, err)
 	}
 	if len(kvs[1]) == 0 {
-		return m, nil // never leased
+		// Never leased (no issued epoch), or reclaimed: then still leased,
+		// at its issued epoch, not live.
+		if m.Lease.Epoch, _, err = readEpoch(s.issuedKey(resource), kvs[3]); err != nil {
+			return tokens.Mark{}, unavailable(op, resource, err)
+		}
+		return m, nil
 	}
 	var st leaseState
 	if st.rec, err = decodeRecord(kvs[1][0]); err != nil {

@@ -26,6 +26,7 @@ type Store struct {
 	lives  *lifeCache
 	idem   *idemLeases
 	clock  tokens.Clock // reported expiries; see Options.Clock
+	scan   reclaimCursor
 }
 
 var _ tokens.Store = (*Store)(nil)

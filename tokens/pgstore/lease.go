@@ -38,6 +38,12 @@ func (s *Store) Acquire(ctx context.Context, name, holder string, t tokens.Terms
 		return tokens.Grant{}, &tokens.UnavailableError{Op: "acquire", Resource: name, Err: err}
 	}
 	g, err := s.acquire(ctx, name, holder, t.TTL.Milliseconds(), t.LockDelay.Milliseconds(), by)
+	if errors.Is(err, pgx.ErrNoRows) {
+		// The row was there for the INSERT and gone for the lock: a reclaim
+		// deleted it between them (see ReclaimLeases). Nothing was changed;
+		// a second try creates the row.
+		g, err = s.acquire(ctx, name, holder, t.TTL.Milliseconds(), t.LockDelay.Milliseconds(), by)
+	}
 	switch {
 	case tokens.IsVerdict(err):
 		return tokens.Grant{}, err

@@ -18,6 +18,8 @@ import (
 
 func TestLeaseContract(t *testing.T) { storetest.RunLeases(t, fresh) }
 
+func TestLeaseRecordsContract(t *testing.T) { storetest.RunLeaseRecords(t, fresh) }
+
 // TestConcurrentAcquireTwoPools has four holders, two on each of two stores
 // (two connection pools), take one lease in turns, each 20 times. The
 // grants, chained by their Previous, must form one sequence of strictly

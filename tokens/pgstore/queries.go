@@ -73,7 +73,8 @@ func newQueries(o *options) queries {
 		current: `SELECT epoch FROM ` + hwm + ` WHERE resource = $1`,
 		marks:   `SELECT epoch, issued FROM ` + hwm + ` WHERE resource = $1`,
 		// floor: Left is a lower bound. GREATEST: 0 once it ended.
-		mark: `SELECT h.epoch, coalesce(l.epoch, 0),
+		// A reclaimed lease (no row) reads as its issued grant, lapsed.
+		mark: `SELECT h.epoch, coalesce(l.epoch, h.issued),
 	coalesce(floor(extract(epoch FROM GREATEST(l.expires_at, now()) - now()) * 1000000)::bigint, 0),
 	coalesce(l.released, false)
 FROM ` + hwm + ` h LEFT JOIN ` + lease + ` l ON l.name = h.resource

@@ -23,6 +23,7 @@ type Store struct {
 	iq        idemQueries
 	aq        auditQueries
 	wq        watchQueries
+	lq        liveQueries
 	listen    *listener
 	closeOnce sync.Once
 }
@@ -63,7 +64,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("pgstore: schema: %w", err)
 	}
 	return &Store{pool: pool, q: newQueries(&o), iq: newIdemQueries(o.ident(idemTable)), aq: newAuditQueries(o.ident(auditTable)),
-		wq: newWatchQueries(o.ident(eventTable)), listen: &listener{pool: pool}}, nil
+		wq: newWatchQueries(o.ident(eventTable)), lq: newLiveQueries(o.ident(leaseTable)), listen: &listener{pool: pool}}, nil
 }
 
 // DefaultConnectTimeout bounds opening a connection when the DSN sets no
