@@ -133,8 +133,12 @@ func Forwarded(h *History) []Violation {
 			vs = append(vs, Violation{Check: "forwarded", At: op.Call, Detail: fmt.Sprintf("write %s of unknown outcome reached the upstream %d times", op.ID, len(rs))})
 		case sure && must && (len(rs) != 1 || rs[0].Epoch != op.Epoch):
 			vs = append(vs, Violation{Check: "forwarded", At: op.Call, Detail: fmt.Sprintf("admitted write %s at epoch %d reached the upstream %d times %v", op.ID, op.Epoch, len(rs), epochs(rs))})
+		case op.Outcome == OutcomeCut:
+			if n := wholeOf(rs); n > 0 {
+				vs = append(vs, Violation{Check: "fail-closed", At: op.Call, Detail: fmt.Sprintf("cut write %s (replica %d) reached the upstream whole %d times", op.ID, op.Replica, n)})
+			}
 		case sure && !must && len(rs) > 0:
-			vs = append(vs, Violation{Check: "fail-closed", At: op.Call, Detail: fmt.Sprintf("%s write %s (replica %d) reached the upstream", op.Outcome, op.ID, op.Replica)})
+			vs = append(vs, Violation{Check: "fail-closed", At: op.Call, Detail: fmt.Sprintf("%s write %s (replica %d) reached the upstream (%d of %d receipts whole)", op.Outcome, op.ID, op.Replica, wholeOf(rs), len(rs))})
 		}
 	}
 	return vs
@@ -260,4 +264,15 @@ func Liveness(h *History, replicas int, bound, settle time.Duration) ([]Recovery
 		}
 	}
 	return recs, vs
+}
+
+// wholeOf counts the receipts of rs whose body arrived whole.
+func wholeOf(rs []Receipt) int {
+	n := 0
+	for _, r := range rs {
+		if r.Whole {
+			n++
+		}
+	}
+	return n
 }

@@ -117,3 +117,26 @@ func TestLivenessCatchesStalls(t *testing.T) {
 		t.Fatalf("violations: %v", vs)
 	}
 }
+
+// TestCutWritesMayArriveTorn: a write cut at its lease's lapse (412 after
+// part of it was sent) may leave a torn body at the upstream, never a whole
+// one; a stale write refused before forwarding may leave nothing at all.
+func TestCutWritesMayArriveTorn(t *testing.T) {
+	torn := receipt("a", 0, "r", 1, 1, 2)
+	torn.Whole = false
+	for name, c := range map[string]struct {
+		out  Outcome
+		r    Receipt
+		want int
+	}{
+		"cut, torn":    {OutcomeCut, torn, 0},
+		"cut, whole":   {OutcomeCut, receipt("a", 0, "r", 1, 1, 2), 1},
+		"stale, torn":  {OutcomeStale, torn, 1},
+		"stale, whole": {OutcomeStale, receipt("a", 0, "r", 1, 1, 2), 1},
+	} {
+		h := &History{Ops: []Op{write("a", 0, "r", 1, c.out, 0, 0, 10)}, Receipts: []Receipt{c.r}}
+		if vs := Forwarded(h); len(vs) != c.want {
+			t.Errorf("%s: violations %v, want %d", name, vs, c.want)
+		}
+	}
+}

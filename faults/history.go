@@ -24,6 +24,11 @@ const (
 	// OutcomeSuperseded: admitted, then refused with 412 before it was
 	// forwarded (superseded, or its lease ran out on the way).
 	OutcomeSuperseded Outcome = "superseded"
+	// OutcomeCut: admitted and partly sent, then refused with 412 because
+	// its lease ran out before the upstream's TCP acknowledged all of it:
+	// the connection was reset, so the upstream may have received a torn
+	// part of it, never the whole.
+	OutcomeCut Outcome = "cut"
 	// OutcomeUnavailable: 503, the store could not confirm; not forwarded.
 	OutcomeUnavailable Outcome = "unavailable"
 	// OutcomeRefused: another 4xx (a lease held, a lock-delay, a bad

@@ -67,7 +67,7 @@ var FenceModel = porcupine.NondeterministicModel{
 			if in.Epoch < hwm && (out.Current == 0 || out.Current > in.Epoch && out.Current <= hwm) {
 				return []any{hwm}
 			}
-		case OutcomeUnknown, OutcomeUnavailable, OutcomeSuperseded:
+		case OutcomeUnknown, OutcomeUnavailable, OutcomeSuperseded, OutcomeCut:
 			// Admitted (the register may have moved) or not.
 			if in.Epoch >= hwm {
 				return []any{hwm, in.Epoch}

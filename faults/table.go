@@ -52,7 +52,7 @@ func count(h *History, vs []Violation, from, to time.Time) row {
 		switch op.Outcome {
 		case OutcomeAdmitted, OutcomeReplayed, OutcomeHeld:
 			r.admitted++
-		case OutcomeStale, OutcomeSuperseded:
+		case OutcomeStale, OutcomeSuperseded, OutcomeCut:
 			r.refused++
 		case OutcomeUnavailable:
 			r.unavailable++

@@ -146,6 +146,7 @@ func outcomeOf(resp *http.Response, err error) (Outcome, int64) {
 	}
 	var p struct {
 		Type    string `json:"type"`
+		Detail  string `json:"detail"`
 		Current int64  `json:"current_epoch"`
 	}
 	json.Unmarshal(body, &p)
@@ -154,6 +155,8 @@ func outcomeOf(resp *http.Response, err error) (Outcome, int64) {
 		return OutcomeReplayed, 0
 	case resp.StatusCode < 300:
 		return OutcomeAdmitted, 0
+	case resp.StatusCode == http.StatusPreconditionFailed && strings.Contains(p.Detail, "upstream connection was cut"):
+		return OutcomeCut, 0 // the lease ran out mid-delivery (see the gateway's writeLapsed)
 	case resp.StatusCode == http.StatusPreconditionFailed && p.Type == "urn:fencegw:problem:superseded":
 		return OutcomeSuperseded, 0
 	case resp.StatusCode == http.StatusPreconditionFailed:
@@ -223,7 +226,7 @@ func (w *workload) leader(id int, holder string, rng *rand.Rand, stop <-chan str
 				break // not renewed in time: no longer sure to lead
 			}
 			op := w.write(id, rng.IntN(len(w.c.gateways)), OpSigned, leaseName, epoch, token, holder, "", "lead "+holder)
-			if op.Outcome == OutcomeStale || op.Outcome == OutcomeSuperseded {
+			if op.Outcome == OutcomeStale || op.Outcome == OutcomeSuperseded || op.Outcome == OutcomeCut {
 				break
 			}
 			time.Sleep(time.Duration(20+rng.IntN(40)) * time.Millisecond)
