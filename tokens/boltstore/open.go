@@ -38,8 +38,9 @@ func (e *FileError) Error() string {
 
 func (e *FileError) Unwrap() error { return e.Err }
 
-// verify refuses an existing file at path that is empty or whose pages
-// fail bbolt's consistency check, before it is opened for writing: it
+// verify refuses an existing file at path that is empty, shorter than its
+// metadata says (see checkLength), or whose pages fail bbolt's consistency
+// check, before it is opened for writing: it
 // opens the file read-only (which leaves the free list unread) and runs the
 // check, in which bbolt recovers its own panics. Nothing is left open or
 // locked when it returns. An absent file passes: Open creates it.
@@ -50,8 +51,14 @@ func verify(path string) error {
 		return nil
 	case err != nil:
 		return err
+	case info.IsDir():
+		return fmt.Errorf("open store %s: it is a directory, not a store file", path)
 	case info.Mode().IsRegular() && info.Size() == 0:
 		return &FileError{Path: path, Err: ErrEmptyFile}
+	case info.Mode().IsRegular():
+		if err := checkLength(path, info.Size()); err != nil {
+			return err
+		}
 	}
 	db, err := openDB(path, bolt.Options{Timeout: LockTimeout, ReadOnly: true})
 	if err != nil {

@@ -144,3 +144,46 @@ func TestOpenNotAStoreRefused(t *testing.T) {
 	_, err := boltstore.Open(path)
 	mustRefuse(t, err, path, boltstore.ErrCorrupt)
 }
+
+// TestOpenTruncatedRefused: a store file cut short anywhere is refused
+// with a *FileError naming it (truncated, or corrupt when even its meta
+// pages are gone), or still opens when the cut removed nothing its
+// metadata spans — never a crash: bbolt maps the length its metadata
+// names, and reading past the file's end is a SIGBUS, not an error.
+func TestOpenTruncatedRefused(t *testing.T) {
+	ps := os.Getpagesize()
+	golden := filepath.Join(t.TempDir(), "golden.db")
+	pages := populated(t, golden)
+	truncated := 0
+	for size := int64(1); size < int64(pages*ps); size += int64(ps / 2) {
+		path := copyFile(t, golden)
+		if err := os.Truncate(path, size); err != nil {
+			t.Fatal(err)
+		}
+		s, err := boltstore.Open(path)
+		if err == nil {
+			s.Close()
+			continue
+		}
+		var fe *boltstore.FileError
+		if !errors.As(err, &fe) || fe.Path != path || !strings.Contains(err.Error(), "restore") {
+			t.Fatalf("truncated to %d bytes: %v, want a *FileError naming %s and the way to restore it", size, err, path)
+		}
+		if errors.Is(err, boltstore.ErrTruncated) {
+			truncated++
+		}
+	}
+	if truncated == 0 {
+		t.Fatalf("no cut of a %d-page file was found truncated", pages)
+	}
+}
+
+// TestOpenDirectoryRefused: a directory where the store file should be is
+// named as such, not as a corrupt file.
+func TestOpenDirectoryRefused(t *testing.T) {
+	dir := t.TempDir()
+	_, err := boltstore.Open(dir)
+	if err == nil || !strings.Contains(err.Error(), "directory") {
+		t.Fatalf("Open(a directory) = %v, want an error saying it is a directory", err)
+	}
+}
