@@ -248,7 +248,20 @@ var reservedHeaders = func() map[string]string {
 // removes them, in any spelling, before forwarding; requests carrying them
 // are not refused, since clients and proxies before the gateway set them
 // in good faith.
-var StrippedHeaders = []string{"x-original-url", "x-rewrite-url", "x-real-ip", "x-forwarded-port", "x-forwarded-prefix"}
+//
+// Besides those five, the list holds the other names such servers read for
+// the same things: the original path or URL (nginx's X-Original-URI,
+// X-Forwarded-Uri, X-Forwarded-Path, Envoy's and Azure's originals), host
+// (X-Original-Host, X-Host, X-Forwarded-Server, X-HTTP-Host-Override),
+// client address (True-Client-IP, X-Client-IP, CF-Connecting-IP,
+// X-Cluster-Client-IP), scheme (X-Forwarded-Ssl, Front-End-Https,
+// X-Url-Scheme, X-Forwarded-Scheme) and method (X-Original-Method).
+var StrippedHeaders = []string{"x-original-url", "x-rewrite-url", "x-real-ip", "x-forwarded-port", "x-forwarded-prefix",
+	"x-original-uri", "x-forwarded-uri", "x-forwarded-path", "x-envoy-original-path", "x-ms-original-url",
+	"x-original-host", "x-host", "x-forwarded-server", "x-http-host-override",
+	"true-client-ip", "x-client-ip", "cf-connecting-ip", "x-cluster-client-ip",
+	"x-forwarded-ssl", "front-end-https", "x-url-scheme", "x-forwarded-scheme",
+	"x-original-method"}
 
 // MethodOverrideHeaders are the headers, by HeaderKey, through which
 // common frameworks (Rails and Rack, Laravel and Symfony, Express's
