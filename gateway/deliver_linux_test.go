@@ -132,3 +132,41 @@ func TestWriteInOwnKernelAtLapseIsCut(t *testing.T) {
 		})
 	}
 }
+
+// TestClientGoneMidWriteLeavesNoWholeWrite: a client that goes away while
+// its leased write still sits in our kernel must not leave that write to
+// be delivered whole later (after the lapse): the exchange is cancelled,
+// and the upstream connection must then be reset, not closed with a FIN
+// after which our kernel would go on sending what it holds.
+func TestClientGoneMidWriteLeavesNoWholeWrite(t *testing.T) {
+	const size = 64 << 10
+	for _, tlsOn := range []bool{false, true} {
+		t.Run(map[bool]string{false: "http", true: "https"}[tlsOn], func(t *testing.T) {
+			up := newStalledUpstream(t, tlsOn, false)
+			g := newGatewayWith(t, boltFresh(t)(t), &upstream{srv: up.srv},
+				gatewayOptions{transport: up.transportFor()}, leaseRoutes...)
+			a := leaseOf(t, g.acquire(t, "invoice-sweeper", "node-a", 1))
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+			defer cancel()
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, g.proxy.URL+"/raw/x", strings.NewReader(strings.Repeat("a", size)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set(gateway.TokenHeader, strconv.FormatInt(a.Epoch, 10))
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				resp.Body.Close()
+				t.Fatalf("the write answered %d before the client went away", resp.StatusCode)
+			}
+			time.Sleep(1500 * time.Millisecond) // past the lapse
+			close(up.release)
+			select {
+			case rc := <-up.done:
+				if rc.whole || rc.n >= size {
+					t.Fatalf("the upstream read %d of %d bytes whole after the client went away and the lease lapsed", rc.n, size)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("the upstream's handler did not end")
+			}
+		})
+	}
+}

@@ -135,8 +135,13 @@ func stdTransport(o TransportOptions, dial func(ctx context.Context, network, ad
 	return t
 }
 
-// smallSendBuffer wraps dial: its connections have the small send buffer
-// of leased writes.
+// smallSendBuffer wraps dial for the transport of leased writes: its
+// connections have the small send buffer of leased writes, and every close
+// of one is a reset (SO_LINGER 0). net/http closes a connection whose
+// exchange was cancelled (the client went away, the exchange's deadline)
+// with a FIN, after which our kernel would still deliver what it holds of
+// the write — whole, and after the lapse; a reset drops it. A connection
+// closed idle has nothing unsent, so the reset loses nothing there.
 func smallSendBuffer(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := dial(ctx, network, addr)
@@ -144,6 +149,9 @@ func smallSendBuffer(dial func(ctx context.Context, network, addr string) (net.C
 			return nil, err
 		}
 		limitSendBuffer(c)
+		if l, ok := rawConn(c).(interface{ SetLinger(int) error }); ok {
+			_ = l.SetLinger(0)
+		}
 		return c, nil
 	}
 }
