@@ -130,6 +130,9 @@ func (f *Fence) admitUnleased(ctx context.Context, resource string, epoch int64,
 		by, err = f.admitExclusive(ctx, st, resource, epoch)
 	} else {
 		by, err = f.admitShared(ctx, st, resource, epoch)
+		if refuseLeased {
+			f.learnLeasedBeforeStale(ctx, st, resource, err)
+		}
 	}
 	if err = leasedVerdict(st, refuseLeased, resource, !by.IsZero(), err); err != nil {
 		return time.Time{}, err

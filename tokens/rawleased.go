@@ -1,6 +1,9 @@
 package tokens
 
-import "fmt"
+import (
+	"context"
+	"fmt"
+)
 
 // RawOnLeasedError reports a raw epoch presented for a resource this
 // gateway leases (a lease of its name was ever granted here): a raw epoch
@@ -62,5 +65,22 @@ func leasedVerdict(st *resourceState, refuse bool, resource string, deliverBy bo
 func learnLeased(st *resourceState, r markRead) {
 	if r.Lease.Leased() {
 		st.leased.Store(true)
+	}
+}
+
+// learnLeasedBeforeStale, over a shared store, reads whether resource is
+// leased before a raw epoch is refused as stale from memory, while this
+// replica does not know it leased: another replica may have granted it, and
+// answering 412 below the high-water mark but 403 at or above it would let
+// anyone find the lease's epoch by bisection. The read is a coalesced
+// confirmation, and only until the lease is known (nothing unlearns it); if
+// it fails, the stale refusal stands.
+func (f *Fence) learnLeasedBeforeStale(ctx context.Context, st *resourceState, resource string, err error) {
+	if st.leased.Load() || !isA[*StaleEpochError](err) {
+		return
+	}
+	if r, cerr := f.confirm(ctx, resource); cerr == nil {
+		raise(&st.hwm, r.HWM)
+		learnLeased(st, r)
 	}
 }

@@ -80,6 +80,19 @@ func TestRawEpochOnLeasedResource(t *testing.T) {
 				if n := s.currents.Load() - reads; n != 0 {
 					t.Fatalf("a lease learned from the store was read again: %d reads", n)
 				}
+				// A resource this replica admitted raw epochs for, then
+				// leased through another: an epoch below what this replica
+				// saw is refused as raw-on-leased too, as every other one
+				// is, so the answers do not bisect to the lease's epoch.
+				if _, err := decideRaw(f, "seen", 5, false); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := other.Acquire(ctx, "seen", "node-b", tokens.Terms{TTL: time.Minute}, tokens.Caller{}); err != nil {
+					t.Fatal(err)
+				}
+				for _, e := range []int64{3, 5, 6, 7} {
+					rawRefused(t, f, "seen", e)
+				}
 				return
 			}
 			rawRefused(t, other, "job", g.Epoch)
