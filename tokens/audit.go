@@ -160,3 +160,54 @@ type AuditStore interface {
 	// returns how many it deleted.
 	PurgeAudit(ctx context.Context, stream AuditStream, before time.Time, keep int) (int, error)
 }
+
+// MaxAuditInterval bounds an entry's interval: its First is not before the
+// start its ID encodes, and its Last is before that start plus
+// MaxAuditInterval (audit.interval is at most an hour). Stores rely on it
+// to read only the IDs a time filter can select (AuditIDRange).
+const MaxAuditInterval = time.Hour
+
+// AuditIDRange returns the IDs q can select: at or above lo and below hi
+// (each unbounded when empty), from q.Before and q's times (see
+// MaxAuditInterval).
+func AuditIDRange(q AuditQuery) (lo, hi string) {
+	hi = q.Before
+	if !q.Until.IsZero() {
+		// IDs of intervals that start after Until sort at or above this.
+		if u := AuditIDBefore(q.Until.Add(time.Millisecond)); hi == "" || u < hi {
+			hi = u
+		}
+	}
+	if !q.Since.IsZero() {
+		lo = AuditIDBefore(q.Since.Add(-MaxAuditInterval))
+	}
+	return lo, hi
+}
+
+// AuditIndexKeys returns the secondary index keys of e, relative to its
+// stream's index: one by resource, one by kind, each ending in e.ID so that
+// an index prefix lists its IDs in order. A store writes them with the
+// entry and deletes them with it.
+func AuditIndexKeys(e AuditEntry) []string {
+	return []string{AuditIndexPrefix("r", e.Resource) + e.ID, AuditIndexPrefix("k", e.Kind) + e.ID}
+}
+
+// AuditIndexPrefix is the prefix of the index keys of field ("r" for the
+// resource, "k" for the kind) with value: the value's length in hex, so
+// that no value's prefix is another's.
+func AuditIndexPrefix(field, value string) string {
+	return fmt.Sprintf("%s/%04x%s/", field, len(value), value)
+}
+
+// AuditIndexFor returns the index prefix a store reads for q: the
+// resource's when q names one, else the kind's; ok is false when q names
+// neither and the store reads the stream itself.
+func AuditIndexFor(q AuditQuery) (prefix string, ok bool) {
+	switch {
+	case q.Resource != "":
+		return AuditIndexPrefix("r", q.Resource), true
+	case q.Kind != "":
+		return AuditIndexPrefix("k", q.Kind), true
+	}
+	return "", false
+}

@@ -21,6 +21,8 @@ func RunAudit(t *testing.T, fresh func(t *testing.T) Factory) {
 		{"SharedAndRestart", testAuditShared},
 		{"LargeBatch", testAuditLargeBatch},
 		{"Purge", testAuditPurge},
+		{"IndexedFilters", testAuditIndexedFilters},
+		{"PurgeIndex", testAuditPurgeIndex},
 	})
 }
 
