@@ -26,6 +26,8 @@ type Store struct {
 	lives  *lifeCache
 	idem   *idemLeases
 	clock  tokens.Clock // reported expiries; see Options.Clock
+	// auditIdx: whether the audit's index is complete (see auditindex.go).
+	auditIdx auditIndexState
 }
 
 var _ tokens.Store = (*Store)(nil)
