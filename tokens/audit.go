@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -159,6 +160,7 @@ type AuditStore interface {
 	// before, then the oldest of those left beyond the newest keep, and
 	// returns how many it deleted.
 	PurgeAudit(ctx context.Context, stream AuditStream, before time.Time, keep int) (int, error)
+	AuditResourceLister
 }
 
 // MaxAuditInterval bounds an entry's interval: its First is not before the
@@ -193,10 +195,44 @@ func AuditIndexKeys(e AuditEntry) []string {
 }
 
 // AuditIndexPrefix is the prefix of the index keys of field ("r" for the
-// resource, "k" for the kind) with value: the value's length in hex, so
-// that no value's prefix is another's.
+// resource, "k" for the kind) with value: the value with each NUL byte
+// escaped as NUL 1, then NUL NUL. Keys sort by value (as strings) first,
+// and no value's prefix is another's.
 func AuditIndexPrefix(field, value string) string {
-	return fmt.Sprintf("%s/%04x%s/", field, len(value), value)
+	return auditIndexSeek(field, value) + "\x00\x00"
+}
+
+// auditIndexSeek is where the index keys of field's values that begin
+// with value start.
+func auditIndexSeek(field, value string) string {
+	return field + "/" + strings.ReplaceAll(value, "\x00", "\x00\x01")
+}
+
+// auditIndexAfter is the first index key of field above every key of
+// value.
+func auditIndexAfter(field, value string) string {
+	return auditIndexSeek(field, value) + "\x00\x01"
+}
+
+// auditIndexValue reads the value of a resource index key ("r/…").
+func auditIndexValue(field, key string) (string, bool) {
+	rest, ok := strings.CutPrefix(key, field+"/")
+	if !ok {
+		return "", false
+	}
+	var b strings.Builder
+	for {
+		i := strings.IndexByte(rest, 0)
+		if i < 0 || i+1 >= len(rest) {
+			return "", false
+		}
+		b.WriteString(rest[:i])
+		if rest[i+1] == 0 {
+			return b.String(), true
+		}
+		b.WriteByte(0)
+		rest = rest[i+2:]
+	}
 }
 
 // AuditIndexFor returns the index prefix a store reads for q: the

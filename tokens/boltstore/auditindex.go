@@ -100,8 +100,8 @@ func scanAuditIDs(tx *bolt.Tx, q tokens.AuditQuery, visit func(id []byte) (more 
 	case hi != "":
 		k = seekBelow(c, []byte(prefix+hi))
 	case indexed:
-		// The prefix ends in '/': the next prefix ends in '0'.
-		k = seekBelow(c, append(bytes.Clone(p[:len(p)-1]), '/'+1))
+		// The prefix ends in a NUL byte: the next prefix ends in 1.
+		k = seekBelow(c, append(bytes.Clone(p[:len(p)-1]), 1))
 	default:
 		k, _ = c.Last()
 	}
@@ -138,4 +138,26 @@ func (s *Store) CountAuditIndex(ctx context.Context, stream tokens.AuditStream) 
 		return nil
 	})
 	return n, err
+}
+
+// ListAuditResources seeks the resource indexes once per name; see
+// tokens.AuditResourceLister.
+func (s *Store) ListAuditResources(ctx context.Context, q tokens.AuditResourceQuery) ([]string, error) {
+	var out []string
+	err := s.db.View(func(tx *bolt.Tx) error {
+		var err error
+		out, err = tokens.ListAuditResourcesBy(q, func(stream tokens.AuditStream, seek string) (string, error) {
+			b := tx.Bucket(auditIndexBucket(stream))
+			if b == nil {
+				return "", nil
+			}
+			k, _ := b.Cursor().Seek([]byte(seek))
+			return string(k), nil
+		})
+		return err
+	})
+	if err != nil {
+		return nil, &tokens.UnavailableError{Op: "audit", Err: err}
+	}
+	return out, nil
 }

@@ -176,3 +176,28 @@ func (s *Store) appendAuditEntries(ctx context.Context, q tokens.AuditQuery, out
 	}
 	return out, nil
 }
+
+// ListAuditResources seeks the resource indexes once per name (a get of
+// one key); see tokens.AuditResourceLister. Entries written before the
+// index are listed once the backfill is done (auditIndexReady).
+func (s *Store) ListAuditResources(ctx context.Context, q tokens.AuditResourceQuery) ([]string, error) {
+	if s.conn.Closed() {
+		return nil, unavailable("audit", "", ErrClosed)
+	}
+	if _, err := s.auditIndexReady(ctx); err != nil {
+		return nil, unavailable("audit", "", err)
+	}
+	out, err := tokens.ListAuditResourcesBy(q, func(stream tokens.AuditStream, seek string) (string, error) {
+		ibase := s.auditIndexBase(stream)
+		resp, err := s.cli.Get(ctx, ibase+seek, clientv3.WithRange(clientv3.GetPrefixRangeEnd(ibase)),
+			clientv3.WithLimit(1), clientv3.WithKeysOnly())
+		if err != nil || len(resp.Kvs) == 0 {
+			return "", err
+		}
+		return string(resp.Kvs[0].Key[len(ibase):]), nil
+	})
+	if err != nil {
+		return nil, unavailable("audit", "", err)
+	}
+	return out, nil
+}

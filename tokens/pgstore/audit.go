@@ -13,9 +13,12 @@ type auditQueries struct {
 	// put upserts the entries of the JSON array $1.
 	put string
 	// list selects entries of stream $1 by resource $2, kind $3, holder
-	// $4, replica $5, since $6, until $7 and below ID $8 (each ignored
-	// when empty or null), highest ID first, at most $9.
+	// $4, replica $5, since $6, until $7, below ID $8 and at or above ID
+	// $10 (each ignored when empty or null), highest ID first, at most $9.
 	list string
+	// resources selects the distinct resources above $1 that begin with
+	// $2, lowest first, at most $3.
+	resources string
 	// purgeOld deletes stream $1's entries with IDs below $2.
 	purgeOld string
 	// purgeExcess deletes stream $1's entries but the newest $2.
@@ -34,8 +37,10 @@ SET resource = EXCLUDED.resource, kind = EXCLUDED.kind, holder = EXCLUDED.holder
 		list: `SELECT entry FROM ` + t + `
 WHERE stream = $1 AND ($2 = '' OR resource = $2) AND ($3 = '' OR kind = $3) AND ($4 = '' OR holder = $4)
 	AND ($5 = '' OR replica = $5) AND ($6::timestamptz IS NULL OR last_at >= $6)
-	AND ($7::timestamptz IS NULL OR first_at <= $7) AND ($8 = '' OR id < $8)
+	AND ($7::timestamptz IS NULL OR first_at <= $7) AND ($8 = '' OR id < $8) AND ($10 = '' OR id >= $10)
 ORDER BY id DESC LIMIT $9`,
+		resources: `SELECT DISTINCT resource FROM ` + t + `
+WHERE resource > $1 AND starts_with(resource, $2) ORDER BY resource LIMIT $3`,
 		purgeOld: `DELETE FROM ` + t + ` WHERE stream = $1 AND id < $2`,
 		purgeExcess: `DELETE FROM ` + t + ` WHERE stream = $1
 	AND id <= (SELECT id FROM ` + t + ` WHERE stream = $1 ORDER BY id DESC OFFSET $2 LIMIT 1)`,
@@ -57,10 +62,13 @@ func (s *Store) PutAudit(ctx context.Context, entries []tokens.AuditEntry) error
 	return nil
 }
 
-// ListAudit selects entries in SQL; see tokens.AuditStore.
+// ListAudit selects entries in SQL, by the (stream, resource, id) index
+// when q names a resource, within the IDs q's times allow
+// (tokens.AuditIDRange); see tokens.AuditStore.
 func (s *Store) ListAudit(ctx context.Context, q tokens.AuditQuery) ([]tokens.AuditEntry, error) {
+	lo, hi := tokens.AuditIDRange(q)
 	rows, err := s.pool.Query(ctx, s.aq.list, string(q.Stream), q.Resource, q.Kind, q.Holder, q.Replica,
-		timeOrNil(q.Since), timeOrNil(q.Until), q.Before, q.Limit)
+		timeOrNil(q.Since), timeOrNil(q.Until), hi, q.Limit, lo)
 	if err != nil {
 		return nil, &tokens.UnavailableError{Op: "audit", Err: err}
 	}
@@ -103,4 +111,26 @@ func timeOrNil(t time.Time) *time.Time {
 		return nil
 	}
 	return &t
+}
+
+// ListAuditResources selects the distinct resources in SQL; see
+// tokens.AuditResourceLister.
+func (s *Store) ListAuditResources(ctx context.Context, q tokens.AuditResourceQuery) ([]string, error) {
+	rows, err := s.pool.Query(ctx, s.aq.resources, q.After, q.Prefix, q.Limit)
+	if err != nil {
+		return nil, &tokens.UnavailableError{Op: "audit", Err: err}
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, &tokens.UnavailableError{Op: "audit", Err: err}
+		}
+		out = append(out, name)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, &tokens.UnavailableError{Op: "audit", Err: err}
+	}
+	return out, nil
 }

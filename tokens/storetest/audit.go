@@ -23,6 +23,7 @@ func RunAudit(t *testing.T, fresh func(t *testing.T) Factory) {
 		{"Purge", testAuditPurge},
 		{"IndexedFilters", testAuditIndexedFilters},
 		{"PurgeIndex", testAuditPurgeIndex},
+		{"Resources", testAuditResources},
 	})
 }
 

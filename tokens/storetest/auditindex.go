@@ -121,3 +121,64 @@ func testAuditPurgeIndex(t *testing.T, f Factory) {
 		}
 	}
 }
+
+// testAuditResources: the distinct names of both streams, by prefix and
+// paged, in byte order, a name listed once however many entries it has;
+// a purged name is gone.
+func testAuditResources(t *testing.T, f Factory) {
+	s := f(t)
+	names := []string{"a", "ab", "abc", "b", "email:tenant-42", "email:tenant-7", "é", "z z"}
+	var all []tokens.AuditEntry
+	for i, n := range names {
+		for j := range 3 {
+			all = append(all, refusal(10*i+j, n, "node-a", 1))
+		}
+	}
+	for i, n := range []string{"ab", "lease-only", "email:x"} {
+		at := auditT0.Add(time.Duration(i) * time.Second)
+		all = append(all, tokens.AuditEntry{Stream: tokens.AuditLeases, ID: tokens.AuditID(at, n), Resource: n,
+			Kind: tokens.LeaseAcquired, First: at, Last: at, Count: 1})
+	}
+	mustPutAudit(t, s, all...)
+	want := []string{"a", "ab", "abc", "b", "email:tenant-42", "email:tenant-7", "email:x", "lease-only", "z z", "é"}
+	list := func(q tokens.AuditResourceQuery) []string {
+		t.Helper()
+		got, err := s.ListAuditResources(ctx(t), q)
+		if err != nil {
+			t.Fatalf("ListAuditResources(%+v): %v", q, err)
+		}
+		return got
+	}
+	for _, c := range []struct {
+		q    tokens.AuditResourceQuery
+		want []string
+	}{
+		{tokens.AuditResourceQuery{Limit: 100}, want},
+		{tokens.AuditResourceQuery{Prefix: "email:", Limit: 100}, want[4:7]},
+		{tokens.AuditResourceQuery{Prefix: "a", After: "ab", Limit: 100}, want[2:3]},
+		{tokens.AuditResourceQuery{Prefix: "nothing", Limit: 100}, nil},
+		{tokens.AuditResourceQuery{Limit: 3}, want[:3]},
+	} {
+		if got := list(c.q); !slices.Equal(got, c.want) {
+			t.Fatalf("ListAuditResources(%+v) = %q, want %q", c.q, got, c.want)
+		}
+	}
+	var paged []string
+	for q := (tokens.AuditResourceQuery{Limit: 3}); ; {
+		page := list(q)
+		paged = append(paged, page...)
+		if len(page) < q.Limit || len(paged) > len(want) {
+			break
+		}
+		q.After = page[len(page)-1]
+	}
+	if !slices.Equal(paged, want) {
+		t.Fatalf("paged by 3: %q, want %q", paged, want)
+	}
+	if _, err := s.PurgeAudit(ctx(t), tokens.AuditRefusals, auditT0.Add(10*time.Second), 1000); err != nil {
+		t.Fatal(err)
+	}
+	if got := list(tokens.AuditResourceQuery{Prefix: "a", Limit: 100}); !slices.Equal(got, []string{"ab", "abc"}) {
+		t.Fatalf("after purging a's refusals: %q", got)
+	}
+}
