@@ -2,7 +2,9 @@ package gateway_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -47,5 +49,48 @@ func TestAuditQueriesNeverWiden(t *testing.T) {
 	a = do(t, http.MethodGet, g.api.URL+"/v1/audit/rejections?name=big%3Bx", nil, "")
 	if a.status != http.StatusOK || json.Unmarshal(a.body, &rej) != nil || len(rej.Rejections) != 0 {
 		t.Fatalf("GET rejections?name=big%%3Bx = %d %s, want none", a.status, a.body)
+	}
+}
+
+// TestAuditResourcesListsEveryName: GET /v1/audit/resources lists every
+// name in the audit, beyond any page of entries, by prefix and paged; its
+// query is as strict as the lists'.
+func TestAuditResourcesListsEveryName(t *testing.T) {
+	g := newGatewayWith(t, boltFresh(t)(t), newUpstream(t), gatewayOptions{auditFlush: time.Minute}, leaseRoutes...)
+	const n = 1100
+	for i := range n {
+		g.acquire(t, fmt.Sprintf("job-%04d", i), "node-a", 30)
+	}
+	g.flushAudit(t)
+	var names []string
+	cursor := ""
+	for page := 0; page < 10; page++ {
+		query := url.Values{"prefix": {"job-"}, "limit": {"500"}}
+		if cursor != "" {
+			query.Set("cursor", cursor)
+		}
+		a := do(t, http.MethodGet, g.api.URL+"/v1/audit/resources?"+query.Encode(), nil, "")
+		var body gateway.AuditResources
+		if a.status != http.StatusOK || json.Unmarshal(a.body, &body) != nil {
+			t.Fatalf("page %d: %d %s", page, a.status, a.body)
+		}
+		for _, r := range body.Resources {
+			names = append(names, r.Name)
+		}
+		if cursor = body.NextCursor; cursor == "" {
+			break
+		}
+	}
+	if len(names) != n || names[0] != "job-0000" || names[n-1] != fmt.Sprintf("job-%04d", n-1) {
+		t.Fatalf("listed %d names (%v … ), want %d", len(names), names[:min(3, len(names))], n)
+	}
+	for _, c := range []struct{ query, param string }{
+		{"limit=0", "limit"}, {"prefix=%ZZ", "prefix"}, {"bogus=1", "bogus"}, {"cursor=", "cursor"}, {"prefix=a;b", "prefix"},
+	} {
+		a := do(t, http.MethodGet, g.api.URL+"/v1/audit/resources?"+c.query, nil, "")
+		var p gateway.Problem
+		if a.status != http.StatusBadRequest || json.Unmarshal(a.body, &p) != nil || !strings.Contains(p.Detail, c.param) {
+			t.Errorf("GET resources?%s = %d %s, want a 400 naming %s", c.query, a.status, a.body, c.param)
+		}
 	}
 }

@@ -70,6 +70,7 @@ type ControlOptions struct {
 //	GET  /v1/fences/{resource}         the resource's current epoch (admin)
 //	GET  /v1/audit/rejections          refused writes, cluster-wide (admin)
 //	GET  /v1/audit/leases              lease history, cluster-wide (admin)
+//	GET  /v1/audit/resources           the audit's resource names, paged (admin)
 //	GET  /ui/                          the leader timeline page (see NewUI)
 //
 // With API keys, the lease endpoints need a key allowed for the lease name
@@ -152,6 +153,7 @@ func NewControlRouter(o ControlOptions) chi.Router {
 		r.Delete("/v1/idempotency/{resource}/{key}", c.forgetIdemKey)
 		r.Get("/v1/audit/rejections", c.rejections)
 		r.Get("/v1/audit/leases", c.leaseHistory)
+		r.Get("/v1/audit/resources", c.auditResources)
 		if o.Pprof {
 			mountPprof(r)
 		}
