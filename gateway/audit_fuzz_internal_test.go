@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/fencegw/fencegw/tokens"
 )
@@ -79,4 +80,28 @@ func checkAcceptedAuditQuery(t *testing.T, raw string, stream tokens.AuditStream
 			t.Fatalf("%q accepted as %+v: %s=%q is not what it asked", raw, q, name, vs)
 		}
 	}
+}
+
+// FuzzAuditResourceQuery: any query string of GET /v1/audit/resources is
+// either a valid query (limit in range, a prefix without control
+// characters, a cursor that is a resource name) or a *queryError; never a
+// panic, never a query url.ParseQuery cannot read whole.
+func FuzzAuditResourceQuery(f *testing.F) {
+	for _, q := range []string{"", "prefix=job-&limit=500&cursor=job-0499", "prefix=", "limit=0", "cursor=", "bogus=1",
+		"prefix=a;b", "%zz", "prefix=%00", "limit=1&limit=2"} {
+		f.Add(q)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		q, err := parseResourceQuery(raw)
+		if err != nil {
+			if _, ok := err.(*queryError); !ok {
+				t.Fatalf("%q: error %T %v, want a *queryError", raw, err, err)
+			}
+			return
+		}
+		if _, perr := url.ParseQuery(raw); perr != nil || q.Limit < 1 || q.Limit > maxAuditPage ||
+			(q.After != "" && tokens.ValidateResource(q.After) != nil) || strings.ContainsFunc(q.Prefix, unicode.IsControl) {
+			t.Fatalf("%q accepted as %+v (ParseQuery: %v)", raw, q, perr)
+		}
+	})
 }
