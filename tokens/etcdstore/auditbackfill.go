@@ -10,17 +10,12 @@ import (
 	"github.com/fencegw/fencegw/tokens"
 )
 
-// auditIndexReady reports whether the index covers every entry. Until the
-// version key says so, it runs a slice (auditBackfillSlice) of the one-time
-// backfill that indexes entries written before the index; the backfill
-// resumes where the last slice stopped, and a query it does not finish in
-// time reads the stream itself.
+// auditIndexReady reports whether the index covers every entry: once the
+// version key says so. Until then it starts the one-time backfill that
+// indexes entries written before the index, in the background (one at a
+// time, ended by Close), and reports false: the caller reads the stream
+// itself meanwhile.
 func (s *Store) auditIndexReady(ctx context.Context) (bool, error) {
-	if s.auditIdx.ready.Load() {
-		return true, nil
-	}
-	s.auditIdx.mu.Lock()
-	defer s.auditIdx.mu.Unlock()
 	if s.auditIdx.ready.Load() {
 		return true, nil
 	}
@@ -32,17 +27,58 @@ func (s *Store) auditIndexReady(ctx context.Context) (bool, error) {
 		s.auditIdx.ready.Store(true)
 		return true, nil
 	}
-	slice, cancel := context.WithTimeout(ctx, auditBackfillSlice)
-	defer cancel()
-	err = s.backfillAuditIndex(slice)
-	switch {
-	case err != nil && slice.Err() != nil && ctx.Err() == nil:
-		return false, nil // the slice is used up: the next query goes on
-	case err != nil:
-		return false, err
+	s.startAuditBackfill()
+	return false, nil
+}
+
+// IndexAudit indexes the audit's entries written before the index (by an
+// older version), resuming where an interrupted run stopped, and records
+// that every entry is indexed; until then filtered queries read the whole
+// log. Queries start it in the background; call it to wait for it.
+func (s *Store) IndexAudit(ctx context.Context) error {
+	if err := s.backfillAuditIndex(ctx); err != nil {
+		return unavailable("audit index", "", err)
 	}
 	s.auditIdx.ready.Store(true)
-	return true, nil
+	return nil
+}
+
+// startAuditBackfill runs IndexAudit in the background unless it runs
+// already, has finished, or the Store is closed. A run that fails is
+// started again by the next query.
+func (s *Store) startAuditBackfill() {
+	st := &s.auditIdx
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.done != nil || s.conn.Closed() {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	st.cancel, st.done = cancel, done
+	go func() {
+		defer close(done)
+		err := s.IndexAudit(ctx)
+		cancel()
+		if err != nil {
+			st.mu.Lock()
+			if st.done == done {
+				st.done = nil
+			}
+			st.mu.Unlock()
+		}
+	}()
+}
+
+// stop ends a backfill under way and waits for it.
+func (st *auditIndexState) stop() {
+	st.mu.Lock()
+	cancel, done := st.cancel, st.done
+	st.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
 }
 
 // backfillAuditIndex indexes every stream's entries in key order from its
@@ -70,7 +106,7 @@ func (s *Store) backfillAuditStream(ctx context.Context, stream tokens.AuditStre
 	if len(resp.Kvs) > 0 {
 		from = base + string(resp.Kvs[0].Value) + "\x00"
 	}
-	const perTxn = 60 // 2 index keys each, and the cursor
+	const perTxn = 63 // 2 index keys each, and the cursor
 	for {
 		page, err := s.cli.Get(ctx, from, clientv3.WithRange(clientv3.GetPrefixRangeEnd(base)), clientv3.WithLimit(perTxn),
 			clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -35,15 +37,13 @@ const auditOpsPerEntry = 3
 // default limit of 128 operations.
 const auditTxnEntries = 128/auditOpsPerEntry - 1
 
-// auditBackfillSlice bounds the backfill work one query does before it
-// falls back to reading the stream itself.
-const auditBackfillSlice = 2 * time.Second
-
-// auditIndexState is whether the index is known complete, and the lock
-// one backfill at a time holds.
+// auditIndexState is whether the index is known complete, and the
+// backfill running in the background, if any.
 type auditIndexState struct {
-	ready atomic.Bool
-	mu    sync.Mutex
+	ready  atomic.Bool
+	mu     sync.Mutex
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the backfill ends; nil when none ran or it failed
 }
 
 func (s *Store) auditIndexBase(stream tokens.AuditStream) string {
@@ -178,14 +178,22 @@ func (s *Store) appendAuditEntries(ctx context.Context, q tokens.AuditQuery, out
 }
 
 // ListAuditResources seeks the resource indexes once per name (a get of
-// one key); see tokens.AuditResourceLister. Entries written before the
-// index are listed once the backfill is done (auditIndexReady).
+// one key), or reads the whole log while the backfill runs
+// (auditIndexReady); see tokens.AuditResourceLister.
 func (s *Store) ListAuditResources(ctx context.Context, q tokens.AuditResourceQuery) ([]string, error) {
 	if s.conn.Closed() {
 		return nil, unavailable("audit", "", ErrClosed)
 	}
-	if _, err := s.auditIndexReady(ctx); err != nil {
+	ready, err := s.auditIndexReady(ctx)
+	if err != nil {
 		return nil, unavailable("audit", "", err)
+	}
+	if !ready {
+		out, err := s.scanAuditResources(ctx, q)
+		if err != nil {
+			return nil, unavailable("audit", "", err)
+		}
+		return out, nil
 	}
 	out, err := tokens.ListAuditResourcesBy(q, func(stream tokens.AuditStream, seek string) (string, error) {
 		ibase := s.auditIndexBase(stream)
@@ -200,4 +208,35 @@ func (s *Store) ListAuditResources(ctx context.Context, q tokens.AuditResourceQu
 		return nil, unavailable("audit", "", err)
 	}
 	return out, nil
+}
+
+// scanAuditResources answers q by reading every entry of both streams:
+// the way while older entries are not yet indexed.
+func (s *Store) scanAuditResources(ctx context.Context, q tokens.AuditResourceQuery) ([]string, error) {
+	seen := map[string]bool{}
+	for _, stream := range []tokens.AuditStream{tokens.AuditRefusals, tokens.AuditLeases} {
+		base := s.auditBase(stream)
+		from, end := base, clientv3.GetPrefixRangeEnd(base)
+		for {
+			resp, err := s.cli.Get(ctx, from, clientv3.WithRange(end), clientv3.WithLimit(auditScanBatch))
+			if err != nil {
+				return nil, err
+			}
+			for _, kv := range resp.Kvs {
+				e, err := decodeAudit(kv.Key, kv.Value)
+				if err != nil {
+					return nil, err
+				}
+				if e.Resource != "" && e.Resource > q.After && strings.HasPrefix(e.Resource, q.Prefix) {
+					seen[e.Resource] = true
+				}
+			}
+			if !resp.More || len(resp.Kvs) == 0 {
+				break
+			}
+			from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+		}
+	}
+	out := slices.Sorted(maps.Keys(seen))
+	return out[:min(len(out), q.Limit)], nil
 }

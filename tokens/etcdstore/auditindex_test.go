@@ -28,10 +28,22 @@ func TestAuditIndexBackfill(t *testing.T) {
 		}
 	}
 	s := open(t, c, prefix)
-	got, err := s.ListAudit(context.Background(), tokens.AuditQuery{Stream: tokens.AuditRefusals, Resource: "res-7", Limit: 1000})
-	if err != nil || len(got) != 1 || got[0].Resource != "res-7" {
-		t.Fatalf("list by resource: %v, %v", got, err)
+	list := func(when string) {
+		t.Helper()
+		got, err := s.ListAudit(context.Background(), tokens.AuditQuery{Stream: tokens.AuditRefusals, Resource: "res-7", Limit: 1000})
+		if err != nil || len(got) != 1 || got[0].Resource != "res-7" {
+			t.Fatalf("list by resource %s: %v, %v", when, got, err)
+		}
+		names, err := s.ListAuditResources(context.Background(), tokens.AuditResourceQuery{Prefix: "res-49", Limit: 100})
+		if err != nil || len(names) != 11 || names[0] != "res-49" || names[10] != "res-499" {
+			t.Fatalf("resources %s: %q, %v", when, names, err)
+		}
 	}
+	list("before the backfill") // starts it in the background
+	if err := s.IndexAudit(timeout(t, 30*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	list("after the backfill")
 	if n, err := s.CountAuditIndex(context.Background(), tokens.AuditRefusals); err != nil || n != 2*len(entries) {
 		t.Fatalf("index keys after the backfill: %d, %v; want %d", n, err, 2*len(entries))
 	}
@@ -50,5 +62,8 @@ func BenchmarkAuditFilteredList(b *testing.B) {
 	s := open(b, c, "/bench/")
 	entries := storetest.AuditBenchEntries(110_000)
 	storetest.FillAudit(b, s, entries)
+	if err := s.IndexAudit(timeout(b, time.Minute)); err != nil {
+		b.Fatal(err)
+	}
 	storetest.BenchAuditQueries(b, s, entries)
 }

@@ -173,7 +173,11 @@ func (s *Store) Exclusive() bool { return false }
 // Close makes every later call fail with ErrClosed and, if the Store was
 // made by Open, closes its client. Later calls of Close do nothing and
 // return what the first returned.
-func (s *Store) Close() error { return s.conn.Close() }
+func (s *Store) Close() error {
+	err := s.conn.Close()
+	s.auditIdx.stop()
+	return err
+}
 
 func (s *Store) key(resource string) string { return s.prefix + resource }
 
