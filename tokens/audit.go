@@ -169,10 +169,26 @@ type AuditStore interface {
 // to read only the IDs a time filter can select (AuditIDRange).
 const MaxAuditInterval = time.Hour
 
-// AuditIDRange returns the IDs q can select: at or above lo and below hi
-// (each unbounded when empty), from q.Before and q's times (see
-// MaxAuditInterval).
-func AuditIDRange(q AuditQuery) (lo, hi string) {
+// AuditSpan returns how far e's Last lies past the start its ID encodes,
+// rounded up to the millisecond. A store keeps the longest span of each
+// stream's entries, so that a query since T reads no ID that starts before
+// T minus that span.
+func AuditSpan(e AuditEntry) time.Duration {
+	if len(e.ID) < 13 {
+		return MaxAuditInterval
+	}
+	start, err := strconv.ParseInt(e.ID[:13], 10, 64)
+	if err != nil {
+		return MaxAuditInterval
+	}
+	return time.Duration(max(e.Last.UnixMilli()-start+1, 0)) * time.Millisecond
+}
+
+// AuditIDRange returns the IDs q can select from a stream whose entries
+// span at most span (AuditSpan; MaxAuditInterval when unknown): at or
+// above lo and below hi (each unbounded when empty), from q.Before and
+// q's times.
+func AuditIDRange(q AuditQuery, span time.Duration) (lo, hi string) {
 	hi = q.Before
 	if !q.Until.IsZero() {
 		// IDs of intervals that start after Until sort at or above this.
@@ -181,7 +197,7 @@ func AuditIDRange(q AuditQuery) (lo, hi string) {
 		}
 	}
 	if !q.Since.IsZero() {
-		lo = AuditIDBefore(q.Since.Add(-MaxAuditInterval))
+		lo = AuditIDBefore(q.Since.Add(-span))
 	}
 	return lo, hi
 }

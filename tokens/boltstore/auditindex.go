@@ -3,8 +3,10 @@ package boltstore
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -18,11 +20,37 @@ func auditIndexBucket(stream tokens.AuditStream) []byte {
 	return []byte("audit-index-" + string(stream))
 }
 
-// putAuditIndex writes e's index keys within tx.
+// auditSpanBucket holds each stream's longest entry span (tokens.AuditSpan)
+// in milliseconds, big-endian, under the stream's name.
+var auditSpanBucket = []byte("audit-span")
+
+// auditSpan returns the longest span of stream's entries within tx:
+// tokens.MaxAuditInterval when none was recorded.
+func auditSpan(tx *bolt.Tx, stream tokens.AuditStream) time.Duration {
+	if b := tx.Bucket(auditSpanBucket); b != nil {
+		if v := b.Get([]byte(stream)); len(v) == 8 {
+			return time.Duration(binary.BigEndian.Uint64(v)) * time.Millisecond
+		}
+	}
+	return tokens.MaxAuditInterval
+}
+
+// putAuditIndex writes e's index keys within tx, and raises its stream's
+// span to e's.
 func putAuditIndex(tx *bolt.Tx, e tokens.AuditEntry) error {
 	b, err := tx.CreateBucketIfNotExists(auditIndexBucket(e.Stream))
 	if err != nil {
 		return err
+	}
+	spans, err := tx.CreateBucketIfNotExists(auditSpanBucket)
+	if err != nil {
+		return err
+	}
+	span := tokens.AuditSpan(e)
+	if v := spans.Get([]byte(e.Stream)); len(v) != 8 || time.Duration(binary.BigEndian.Uint64(v))*time.Millisecond < span {
+		if err := spans.Put([]byte(e.Stream), binary.BigEndian.AppendUint64(nil, uint64(span.Milliseconds()))); err != nil {
+			return err
+		}
 	}
 	for _, k := range tokens.AuditIndexKeys(e) {
 		if err := b.Put([]byte(k), nil); err != nil {
@@ -84,7 +112,7 @@ func buildAuditIndexes(tx *bolt.Tx) error {
 // else from the stream's own bucket, within the IDs of q's times and
 // cursor (tokens.AuditIDRange). An ID is only valid during visit.
 func scanAuditIDs(tx *bolt.Tx, q tokens.AuditQuery, visit func(id []byte) (more bool, err error)) error {
-	lo, hi := tokens.AuditIDRange(q)
+	lo, hi := tokens.AuditIDRange(q, auditSpan(tx, q.Stream))
 	prefix, indexed := tokens.AuditIndexFor(q)
 	b := tx.Bucket(auditBucket(q.Stream))
 	if indexed {

@@ -38,6 +38,9 @@ func (s *Store) PutAudit(ctx context.Context, entries []tokens.AuditEntry) error
 			}
 			ops = append(ops, put...)
 		}
+		if err := s.raiseAuditSpans(ctx, entries[:n]); err != nil {
+			return unavailable("audit", "", err)
+		}
 		if _, err := s.cli.Txn(ctx).Then(ops...).Commit(); err != nil {
 			return unavailable("audit", "", err)
 		}
@@ -54,19 +57,24 @@ func (s *Store) ListAudit(ctx context.Context, q tokens.AuditQuery) ([]tokens.Au
 	if s.conn.Closed() {
 		return nil, unavailable("audit", "", ErrClosed)
 	}
-	lo, hi := tokens.AuditIDRange(q)
-	if prefix, indexed := tokens.AuditIndexFor(q); indexed {
-		ready, err := s.auditIndexReady(ctx)
+	prefix, indexed := tokens.AuditIndexFor(q)
+	ready, span := false, tokens.MaxAuditInterval
+	if indexed || !q.Since.IsZero() {
+		var err error
+		if ready, err = s.auditIndexReady(ctx); err == nil && ready && !q.Since.IsZero() {
+			span, err = s.auditSpan(ctx, q.Stream)
+		}
 		if err != nil {
 			return nil, unavailable("audit", "", err)
 		}
-		if ready {
-			out, err := s.listAuditIndexed(ctx, q, s.auditIndexBase(q.Stream)+prefix, lo, hi)
-			if err != nil {
-				return nil, unavailable("audit", "", err)
-			}
-			return out, nil
+	}
+	lo, hi := tokens.AuditIDRange(q, span)
+	if indexed && ready {
+		out, err := s.listAuditIndexed(ctx, q, s.auditIndexBase(q.Stream)+prefix, lo, hi)
+		if err != nil {
+			return nil, unavailable("audit", "", err)
 		}
+		return out, nil
 	}
 	out, err := s.listAuditScan(ctx, q, lo, hi)
 	if err != nil {

@@ -114,14 +114,20 @@ func (s *Store) backfillAuditStream(ctx context.Context, stream tokens.AuditStre
 			return err
 		}
 		ops := make([]clientv3.Op, 0, 2*len(page.Kvs)+1)
+		entries := make([]tokens.AuditEntry, 0, len(page.Kvs))
 		for _, kv := range page.Kvs {
 			var e tokens.AuditEntry
 			if err := json.Unmarshal(kv.Value, &e); err != nil {
 				return fmt.Errorf("corrupt audit entry %q: %w", kv.Key, err)
 			}
+			e.Stream = stream
+			entries = append(entries, e)
 			for _, k := range tokens.AuditIndexKeys(e) {
 				ops = append(ops, clientv3.OpPut(s.auditIndexBase(stream)+k, ""))
 			}
+		}
+		if err := s.raiseAuditSpans(ctx, entries); err != nil {
+			return err
 		}
 		last := string(page.Kvs[len(page.Kvs)-1].Key)
 		ops = append(ops, clientv3.OpPut(cursorKey, last[len(base):]))

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -43,7 +44,8 @@ type auditIndexState struct {
 	ready  atomic.Bool
 	mu     sync.Mutex
 	cancel context.CancelFunc
-	done   chan struct{} // closed when the backfill ends; nil when none ran or it failed
+	done   chan struct{}                        // closed when the backfill ends; nil when none ran or it failed
+	spans  map[tokens.AuditStream]time.Duration // the spans this Store raised (auditspan.go)
 }
 
 func (s *Store) auditIndexBase(stream tokens.AuditStream) string {

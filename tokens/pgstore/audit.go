@@ -127,7 +127,7 @@ func (s *Store) ListAuditResources(ctx context.Context, q tokens.AuditResourceQu
 // planner sees which index serves them (a condition "$n = ” OR …" hides
 // it from a generic plan). Every value is an argument.
 func (aq auditQueries) listSQL(q tokens.AuditQuery) (string, []any) {
-	lo, hi := tokens.AuditIDRange(q)
+	lo, hi := tokens.AuditIDRange(q, tokens.MaxAuditInterval)
 	var b strings.Builder
 	b.WriteString(aq.list)
 	args := []any{string(q.Stream)}

@@ -55,6 +55,9 @@ func expectAudit(all []tokens.AuditEntry, q tokens.AuditQuery) []tokens.AuditEnt
 func testAuditIndexedFilters(t *testing.T, f Factory) {
 	s := f(t)
 	refusals, leases := indexedEntries(300)
+	// An entry whose last event lies long after its interval's start: a
+	// query since then must still find it.
+	refusals[5].Last = refusals[5].First.Add(40 * time.Minute)
 	all := append(slices.Clone(refusals), leases...)
 	mustPutAudit(t, s, all...)
 	at := func(sec int) time.Time { return auditT0.Add(time.Duration(sec) * time.Second) }
@@ -63,6 +66,7 @@ func testAuditIndexedFilters(t *testing.T, f Factory) {
 		{Since: at(250)}, {Until: at(50)}, {Until: at(50).Add(500 * time.Millisecond)}, {Since: at(100), Until: at(120)},
 		{Resource: "r2", Since: at(100), Until: at(200)}, {Kind: "stale", Until: at(10)}, {Resource: "nothing"},
 		{Resource: "r1", Since: at(400)}, {Stream: tokens.AuditLeases, Resource: "r4"},
+		{Since: at(5).Add(30 * time.Minute)}, {Kind: "missing", Since: at(5).Add(30 * time.Minute)},
 		{Stream: tokens.AuditLeases, Kind: tokens.LeaseAcquired, Since: at(3)},
 	} {
 		if q.Stream == "" {
