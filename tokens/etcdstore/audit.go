@@ -28,6 +28,10 @@ func (s *Store) PutAudit(ctx context.Context, entries []tokens.AuditEntry) error
 	if s.conn.Closed() {
 		return unavailable("audit", "", ErrClosed)
 	}
+	// The first write to a new store says that its audit is indexed.
+	if _, err := s.auditIndexVersioned(ctx); err != nil {
+		return unavailable("audit", "", err)
+	}
 	for len(entries) > 0 {
 		n := min(len(entries), auditTxnEntries)
 		ops := make([]clientv3.Op, 0, n*auditOpsPerEntry)

@@ -19,13 +19,8 @@ func (s *Store) auditIndexReady(ctx context.Context) (bool, error) {
 	if s.auditIdx.ready.Load() {
 		return true, nil
 	}
-	resp, err := s.cli.Get(ctx, s.prefix+auditIndexVersion)
-	if err != nil {
-		return false, err
-	}
-	if len(resp.Kvs) > 0 {
-		s.auditIdx.ready.Store(true)
-		return true, nil
+	if ready, err := s.auditIndexVersioned(ctx); err != nil || ready {
+		return ready, err
 	}
 	s.startAuditBackfill()
 	return false, nil
@@ -36,6 +31,9 @@ func (s *Store) auditIndexReady(ctx context.Context) (bool, error) {
 // that every entry is indexed; until then filtered queries read the whole
 // log. Queries start it in the background; call it to wait for it.
 func (s *Store) IndexAudit(ctx context.Context) error {
+	if ready, err := s.auditIndexVersioned(ctx); err != nil || ready {
+		return err
+	}
 	if err := s.backfillAuditIndex(ctx); err != nil {
 		return unavailable("audit index", "", err)
 	}
@@ -136,4 +134,27 @@ func (s *Store) backfillAuditStream(ctx context.Context, stream tokens.AuditStre
 		}
 		from = last + "\x00"
 	}
+}
+
+// auditIndexVersioned reports whether the version key says every entry is
+// indexed, writing it first when the audit holds no entry at all (a new
+// store: every entry it gets is indexed as it is written).
+func (s *Store) auditIndexVersioned(ctx context.Context) (bool, error) {
+	if s.auditIdx.ready.Load() {
+		return true, nil
+	}
+	version := s.prefix + auditIndexVersion
+	empty := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(version), "=", 0)}
+	for _, stream := range []tokens.AuditStream{tokens.AuditRefusals, tokens.AuditLeases} {
+		empty = append(empty, clientv3.Compare(clientv3.CreateRevision(s.auditBase(stream)), "=", 0).WithPrefix())
+	}
+	resp, err := s.cli.Txn(ctx).If(empty...).Then(clientv3.OpPut(version, "1")).Else(clientv3.OpGet(version)).Commit()
+	if err != nil {
+		return false, err
+	}
+	if resp.Succeeded || len(resp.Responses[0].GetResponseRange().Kvs) > 0 {
+		s.auditIdx.ready.Store(true)
+		return true, nil
+	}
+	return false, nil
 }
