@@ -70,10 +70,10 @@ func TestUITimelineInBrowser(t *testing.T) {
 	}
 
 	// Tab reaches the marks with the keyboard: the first Tab stops are
-	// the resource links, then the timeline's marks.
+	// the resource search field and links, then the timeline's marks.
 	ctx := browserCtx(t, b, 10*time.Second)
 	var kinds []string
-	for range 12 {
+	for range 16 {
 		if err := chromedp.Do(ctx, chromedp.KeyEvent(kb.Tab)); err != nil {
 			t.Fatal(err)
 		}
