@@ -3,6 +3,7 @@ package etcdstore_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
@@ -66,4 +67,33 @@ func BenchmarkAuditFilteredList(b *testing.B) {
 		b.Fatal(err)
 	}
 	storetest.BenchAuditQueries(b, s, entries)
+}
+
+// TestAuditIndexBackfillResumes: a backfill that was interrupted goes on
+// after the last ID it recorded instead of starting over.
+func TestAuditIndexBackfillResumes(t *testing.T) {
+	c := testetcd.Start(t, 1)
+	const prefix = "/resume/"
+	cli := c.Client(t)
+	entries := storetest.AuditBenchEntries(300)
+	ids := make([]string, 0, len(entries))
+	for _, e := range entries {
+		v, _ := json.Marshal(e)
+		if _, err := cli.Put(timeout(t, 10*time.Second), prefix+"\x00audit/refusals/"+e.ID, string(v)); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, e.ID)
+	}
+	slices.Sort(ids)
+	// As if a run had indexed the first 200 IDs and stopped.
+	if _, err := cli.Put(timeout(t, 10*time.Second), prefix+"\x00auditidx-backfill/refusals", ids[199]); err != nil {
+		t.Fatal(err)
+	}
+	s := open(t, c, prefix)
+	if err := s.IndexAudit(timeout(t, 30*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.CountAuditIndex(context.Background(), tokens.AuditRefusals); err != nil || n != 2*100 {
+		t.Fatalf("index keys: %d, %v; want %d (the 100 entries after the cursor)", n, err, 2*100)
+	}
 }
