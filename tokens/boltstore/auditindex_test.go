@@ -3,6 +3,7 @@ package boltstore_test
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
@@ -13,8 +14,8 @@ import (
 )
 
 // TestAuditIndexBuiltAtOpen: a file whose audit was written without an
-// index (before the index existed) is indexed once when opened, so a
-// filtered list finds its entries.
+// index (before the index existed) is indexed once when opened, every log
+// (junk too), so a filtered list finds its entries.
 func TestAuditIndexBuiltAtOpen(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "fencegw.db")
 	s, err := boltstore.Open(path)
@@ -22,7 +23,11 @@ func TestAuditIndexBuiltAtOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	entries := storetest.AuditBenchEntries(500)
-	if err := s.PutAudit(context.Background(), entries); err != nil {
+	junk := storetest.AuditBenchEntries(40)
+	for i := range junk {
+		junk[i].Stream, junk[i].Resource = tokens.AuditJunk, ""
+	}
+	if err := s.PutAudit(context.Background(), append(slices.Clone(entries), junk...)); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
@@ -31,7 +36,13 @@ func TestAuditIndexBuiltAtOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Update(func(tx *bolt.Tx) error { return tx.DeleteBucket([]byte("audit-index-refusals")) }); err != nil {
+	err = db.Update(func(tx *bolt.Tx) error {
+		if err := tx.DeleteBucket([]byte("audit-index-refusals")); err != nil {
+			return err
+		}
+		return tx.DeleteBucket([]byte("audit-index-junk"))
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
@@ -47,6 +58,13 @@ func TestAuditIndexBuiltAtOpen(t *testing.T) {
 	got, err := s.ListAudit(context.Background(), tokens.AuditQuery{Stream: tokens.AuditRefusals, Resource: "res-7", Limit: 1000})
 	if err != nil || len(got) != 1 || got[0].Resource != "res-7" {
 		t.Fatalf("list by resource after open: %v, %v", got, err)
+	}
+	if n, err := s.CountAuditIndex(context.Background(), tokens.AuditJunk); err != nil || n != 2*len(junk) {
+		t.Fatalf("junk index keys after open: %d, %v; want %d", n, err, 2*len(junk))
+	}
+	got, err = s.ListAudit(context.Background(), tokens.AuditQuery{Stream: tokens.AuditJunk, Kind: "missing", Limit: 1000})
+	if err != nil || len(got) != len(junk) {
+		t.Fatalf("junk by decision after open: %d entries, %v; want %d", len(got), err, len(junk))
 	}
 }
 

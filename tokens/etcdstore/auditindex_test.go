@@ -97,3 +97,44 @@ func TestAuditIndexBackfillResumes(t *testing.T) {
 		t.Fatalf("index keys: %d, %v; want %d (the 100 entries after the cursor)", n, err, 2*100)
 	}
 }
+
+// TestAuditIndexBackfillJunk: a store whose audit holds only junk entries
+// written before the index is not taken for a new one: the junk log is
+// backfilled like the others, and a query by decision finds its entries.
+func TestAuditIndexBackfillJunk(t *testing.T) {
+	c := testetcd.Start(t, 1)
+	const prefix = "/junk/"
+	cli := c.Client(t)
+	entries := storetest.AuditBenchEntries(120)
+	for i := range entries {
+		e := &entries[i]
+		e.Stream, e.Resource = tokens.AuditJunk, ""
+		if i%2 == 1 {
+			e.Kind = "invalid"
+		}
+		v, _ := json.Marshal(e)
+		if _, err := cli.Put(timeout(t, 10*time.Second), prefix+"\x00audit/junk/"+e.ID, string(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := open(t, c, prefix)
+	list := func(when string) {
+		t.Helper()
+		got, err := s.ListAudit(context.Background(), tokens.AuditQuery{Stream: tokens.AuditJunk, Kind: "invalid", Limit: 1000})
+		if err != nil || len(got) != len(entries)/2 {
+			t.Fatalf("junk by decision %s: %d entries, %v; want %d", when, len(got), err, len(entries)/2)
+		}
+		names, err := s.ListAuditResources(context.Background(), tokens.AuditResourceQuery{Limit: 100})
+		if err != nil || len(names) != 0 {
+			t.Fatalf("resources %s: %q, %v; want none (junk names no resource)", when, names, err)
+		}
+	}
+	list("before the backfill")
+	if err := s.IndexAudit(timeout(t, 30*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	list("after the backfill")
+	if n, err := s.CountAuditIndex(context.Background(), tokens.AuditJunk); err != nil || n != 2*len(entries) {
+		t.Fatalf("junk index keys after the backfill: %d, %v; want %d", n, err, 2*len(entries))
+	}
+}

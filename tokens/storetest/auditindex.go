@@ -37,6 +37,21 @@ func indexedEntries(n int) (refusals, leases []tokens.AuditEntry) {
 	return refusals, leases
 }
 
+// junkEntries returns n junk entries, one interval (a second) each, of
+// two decisions: no resource, as the gateway records them.
+func junkEntries(n int) []tokens.AuditEntry {
+	var out []tokens.AuditEntry
+	for i := range n {
+		e := refusal(i, "", "", 100)
+		e.Stream, e.Kind, e.Status = tokens.AuditJunk, "missing", 428
+		if i%2 == 1 {
+			e.Kind, e.Status = "invalid", 400
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
 // expectAudit is what a store must list for q over all: the entries q
 // selects, highest ID first, up to q.Limit.
 func expectAudit(all []tokens.AuditEntry, q tokens.AuditQuery) []tokens.AuditEntry {
@@ -101,18 +116,20 @@ func testAuditIndexedFilters(t *testing.T, f Factory) {
 func testAuditPurgeIndex(t *testing.T, f Factory) {
 	s := f(t)
 	refusals, leases := indexedEntries(50)
-	mustPutAudit(t, s, append(slices.Clone(refusals), leases...)...)
-	for _, p := range []struct {
-		before time.Time
-		keep   int
-	}{{auditT0.Add(20 * time.Second), 100}, {auditT0, 10}} {
-		// In small steps, as the server purges: each deletes its
-		// entries' index keys.
+	junk := junkEntries(30)
+	mustPutAudit(t, s, append(append(slices.Clone(refusals), leases...), junk...)...)
+	// In small steps, as the server purges: each deletes its entries'
+	// index keys.
+	purge := func(stream tokens.AuditStream, before time.Time, keep int) {
+		t.Helper()
 		const limit = 7
 		for calls := 0; ; calls++ {
-			n, err := s.PurgeAudit(ctx(t), tokens.AuditRefusals, p.before, p.keep, limit)
+			n, err := s.PurgeAudit(ctx(t), stream, before, keep, limit)
 			if err != nil {
-				t.Fatalf("PurgeAudit: %v", err)
+				t.Fatalf("PurgeAudit(%s): %v", stream, err)
+			}
+			if n > limit {
+				t.Fatalf("PurgeAudit(%s) deleted %d, more than its limit %d", stream, n, limit)
 			}
 			if n < limit {
 				break
@@ -122,25 +139,33 @@ func testAuditPurgeIndex(t *testing.T, f Factory) {
 			}
 		}
 	}
-	left := refusals[40:]
+	purge(tokens.AuditRefusals, auditT0.Add(20*time.Second), 100)
+	purge(tokens.AuditRefusals, auditT0, 10)
+	purge(tokens.AuditJunk, auditT0.Add(12*time.Second), 100)
+	left, junkLeft := refusals[40:], junk[12:]
 	for _, r := range []string{"r0", "r5"} {
 		q := tokens.AuditQuery{Stream: tokens.AuditRefusals, Resource: r, Limit: 1000}
 		sameEntries(t, mustListAudit(t, s, q), expectAudit(left, q))
+	}
+	for _, kind := range []string{"missing", "invalid"} {
+		q := tokens.AuditQuery{Stream: tokens.AuditJunk, Kind: kind, Limit: 1000}
+		sameEntries(t, mustListAudit(t, s, q), expectAudit(junkLeft, q))
 	}
 	c, ok := s.(AuditIndexCounter)
 	if !ok {
 		return
 	}
-	for stream, want := range map[tokens.AuditStream]int{tokens.AuditRefusals: 2 * len(left), tokens.AuditLeases: 2 * len(leases)} {
+	for stream, want := range map[tokens.AuditStream]int{tokens.AuditRefusals: 2 * len(left), tokens.AuditLeases: 2 * len(leases),
+		tokens.AuditJunk: 2 * len(junkLeft)} {
 		if n, err := c.CountAuditIndex(ctx(t), stream); err != nil || n != want {
 			t.Fatalf("CountAuditIndex(%s) = %d, %v; want %d (two per entry left)", stream, n, err, want)
 		}
 	}
 }
 
-// testAuditResources: the distinct names of both streams, by prefix and
+// testAuditResources: the distinct names of every stream, by prefix and
 // paged, in byte order, a name listed once however many entries it has;
-// a purged name is gone.
+// no empty name (junk); a purged name is gone.
 func testAuditResources(t *testing.T, f Factory) {
 	s := f(t)
 	names := []string{"a", "ab", "abc", "b", "email:tenant-42", "email:tenant-7", "é", "z z"}
@@ -155,6 +180,8 @@ func testAuditResources(t *testing.T, f Factory) {
 		all = append(all, tokens.AuditEntry{Stream: tokens.AuditLeases, ID: tokens.AuditID(at, n), Resource: n,
 			Kind: tokens.LeaseAcquired, First: at, Last: at, Count: 1})
 	}
+	// Junk entries name no resource: they add no name.
+	all = append(all, junkEntries(5)...)
 	mustPutAudit(t, s, all...)
 	want := []string{"a", "ab", "abc", "b", "email:tenant-42", "email:tenant-7", "email:x", "lease-only", "z z", "é"}
 	list := func(q tokens.AuditResourceQuery) []string {
