@@ -38,7 +38,7 @@ func ListAuditResourcesBy(q AuditResourceQuery, first func(stream AuditStream, s
 		if q.After != "" {
 			seek = max(seek, auditIndexAfter("r", q.After))
 		}
-		for n := 0; n < q.Limit; n++ {
+		for n := 0; n < q.Limit; {
 			key, err := first(stream, seek)
 			if err != nil || key == "" {
 				if err != nil {
@@ -50,8 +50,12 @@ func ListAuditResourcesBy(q AuditResourceQuery, first func(stream AuditStream, s
 			if !ok || !strings.HasPrefix(name, q.Prefix) {
 				break
 			}
-			if name != "" { // a junk entry (or a refusal) that named no resource
+			// No name: a junk entry (or a refusal) that named no
+			// resource. It is skipped, and takes no name's place in
+			// the page.
+			if name != "" {
 				out = append(out, name)
+				n++
 			}
 			seek = auditIndexAfter("r", name)
 		}

@@ -180,8 +180,10 @@ func testAuditResources(t *testing.T, f Factory) {
 		all = append(all, tokens.AuditEntry{Stream: tokens.AuditLeases, ID: tokens.AuditID(at, n), Resource: n,
 			Kind: tokens.LeaseAcquired, First: at, Last: at, Count: 1})
 	}
-	// Junk entries name no resource: they add no name.
+	// Junk entries and a refusal that named no resource add no name, nor
+	// take a name's place in a page.
 	all = append(all, junkEntries(5)...)
+	all = append(all, refusal(99, "", "node-a", 1))
 	mustPutAudit(t, s, all...)
 	want := []string{"a", "ab", "abc", "b", "email:tenant-42", "email:tenant-7", "email:x", "lease-only", "z z", "é"}
 	list := func(q tokens.AuditResourceQuery) []string {
