@@ -3,10 +3,6 @@ package gateway
 import (
 	"log/slog"
 	"net/http"
-	"net/url"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/fencegw/fencegw/tokens"
@@ -78,7 +74,7 @@ const (
 )
 
 func (c *control) rejections(w http.ResponseWriter, r *http.Request) {
-	q, ok := auditQuery(w, r, tokens.AuditRefusals, "resource", "decision")
+	q, ok := auditQuery(w, r, tokens.AuditRefusals)
 	if !ok {
 		return
 	}
@@ -103,7 +99,7 @@ func (c *control) rejections(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *control) leaseHistory(w http.ResponseWriter, r *http.Request) {
-	q, ok := auditQuery(w, r, tokens.AuditLeases, "name", "event")
+	q, ok := auditQuery(w, r, tokens.AuditLeases)
 	if !ok {
 		return
 	}
@@ -146,61 +142,6 @@ func (c *control) listAudit(w http.ResponseWriter, r *http.Request, q tokens.Aud
 		return nil, false
 	}
 	return entries, true
-}
-
-// auditQuery reads an audit page's query string: the filters (the
-// stream's names for the resource and the kind, holder, replica), since
-// and until (RFC 3339), limit and cursor. It answers 400 naming every
-// unknown or malformed parameter.
-func auditQuery(w http.ResponseWriter, r *http.Request, stream tokens.AuditStream, resourceParam, kindParam string) (tokens.AuditQuery, bool) {
-	q := tokens.AuditQuery{Stream: stream, Limit: defaultAuditPage}
-	known := []string{resourceParam, kindParam, "holder", "replica", "since", "until", "limit", "cursor"}
-	values := r.URL.Query()
-	var problems []string
-	for name, vs := range values {
-		if !slices.Contains(known, name) {
-			problems = append(problems, "unknown parameter "+strconv.Quote(name)+" (known: "+strings.Join(known, ", ")+")")
-		} else if len(vs) > 1 {
-			problems = append(problems, name+" is given more than once")
-		}
-	}
-	q.Resource, q.Kind = values.Get(resourceParam), values.Get(kindParam)
-	q.Holder, q.Replica = values.Get("holder"), values.Get("replica")
-	problems = nameProblems(values, problems, resourceParam, "holder")
-	q.Since, problems = parseTimeParam(values, "since", problems)
-	q.Until, problems = parseTimeParam(values, "until", problems)
-	if s := values.Get("limit"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > maxAuditPage {
-			problems = append(problems, "limit must be an integer from 1 to "+strconv.Itoa(maxAuditPage))
-		}
-		q.Limit = n
-	}
-	if s := values.Get("cursor"); s != "" {
-		if !tokens.ValidAuditID(s) {
-			problems = append(problems, "cursor is not one this API returned")
-		}
-		q.Before = s
-	}
-	if len(problems) > 0 {
-		slices.Sort(problems)
-		badRequest(w, r, strings.Join(problems, "; "))
-		return q, false
-	}
-	return q, true
-}
-
-// parseTimeParam parses the RFC 3339 time of parameter name, if any.
-func parseTimeParam(values url.Values, name string, problems []string) (time.Time, []string) {
-	s := values.Get(name)
-	if s == "" {
-		return time.Time{}, problems
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return t, append(problems, name+" must be an RFC 3339 time such as 2026-12-03T17:00:00Z")
-	}
-	return t, problems
 }
 
 // nextCursor is the cursor of the page after entries: the last ID when

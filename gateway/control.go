@@ -91,6 +91,7 @@ type ControlOptions struct {
 //	GET  /v1/fences/{resource}         the resource's current epoch (admin)
 //	GET  /v1/audit/rejections          refused writes, cluster-wide (admin)
 //	GET  /v1/audit/leases              lease history, cluster-wide (admin)
+//	GET  /v1/audit/resources           the audit's resource names, paged (admin)
 //	GET  /ui/                          the leader timeline page (see NewUI)
 //	GET  /metrics                      the metrics (a key with Keys, unless MetricsPublic)
 //
@@ -193,6 +194,7 @@ func NewControlRouter(o ControlOptions) chi.Router {
 		r.With(requireJSON).Delete("/v1/idempotency/{resource}/{key}", c.forgetIdemKey)
 		r.Get("/v1/audit/rejections", c.rejections)
 		r.Get("/v1/audit/leases", c.leaseHistory)
+		r.Get("/v1/audit/resources", c.auditResources)
 		if o.Pprof {
 			mountPprof(r)
 		}

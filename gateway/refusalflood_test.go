@@ -87,6 +87,8 @@ func floodGateway(t *testing.T, h slog.Handler, transport http.RoundTripper, rou
 	t.Helper()
 	c := embeddedConfig(t)
 	c.Routes = routes
+	// httptest.NewRequest names the host example.com.
+	c.Control.AllowedHosts = []string{"example.com"}
 	tel, err := telemetry.Setup(context.Background(), telemetry.Options{IgnoreEnv: true})
 	if err != nil {
 		t.Fatal(err)

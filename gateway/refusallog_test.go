@@ -51,6 +51,8 @@ func TestRefusalStormLogsAFewLines(t *testing.T) {
 	var logs syncBuffer
 	c := embeddedConfig(t)
 	c.Routes = []config.Route{{Prefix: "/w/", Upstream: "http://127.0.0.1:1", Tokens: config.TokensRaw, Resource: "r"}}
+	// httptest.NewRequest names the host example.com.
+	c.Control.AllowedHosts = []string{"example.com"}
 	tel, err := telemetry.Setup(context.Background(), telemetry.Options{IgnoreEnv: true})
 	if err != nil {
 		t.Fatal(err)
@@ -99,6 +101,9 @@ func TestRefusalStormLogsAFewLines(t *testing.T) {
 	}
 	rec := httptest.NewRecorder()
 	s.Control().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/audit/rejections?limit=1000", nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("GET /v1/audit/rejections: %d %s", rec.Code, rec.Body)
+	}
 	var list gateway.Rejections
 	if err := json.Unmarshal(rec.Body.Bytes(), &list); err != nil {
 		t.Fatal(err)

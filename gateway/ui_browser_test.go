@@ -70,10 +70,10 @@ func TestUITimelineInBrowser(t *testing.T) {
 	}
 
 	// Tab reaches the marks with the keyboard: the first Tab stops are
-	// the resource links, then the timeline's marks.
+	// the resource search field and links, then the timeline's marks.
 	ctx := browserCtx(t, b, 10*time.Second)
 	var kinds []string
-	for range 12 {
+	for range 16 {
 		if err := chromedp.Do(ctx, chromedp.KeyEvent(kb.Tab)); err != nil {
 			t.Fatal(err)
 		}
@@ -415,9 +415,12 @@ func browserCtx(t *testing.T, b *testbrowser.Browser, d time.Duration) context.C
 // auditFixture serves the page and the audit endpoints from fixed data.
 type auditFixture struct {
 	*httptest.Server
-	mu        sync.Mutex
-	events    []map[string]any
-	refusals  []map[string]any
+	mu       sync.Mutex
+	events   []map[string]any
+	refusals []map[string]any
+	// older are names only GET /v1/audit/resources knows: their entries
+	// are older than the newest page.
+	older     []string
 	authSeen  map[string]bool
 	adminKey  string
 	leaseKeys map[string]bool
@@ -470,6 +473,11 @@ func newAuditFixture(t *testing.T, adminKey string) *auditFixture {
 	mux.HandleFunc("GET /v1/audit/rejections", func(w http.ResponseWriter, r *http.Request) {
 		if f.authorize(w, r) {
 			writeFixtureJSON(w, map[string]any{"rejections": f.list(&f.refusals, "resource", r.URL.Query().Get("resource"))})
+		}
+	})
+	mux.HandleFunc("GET /v1/audit/resources", func(w http.ResponseWriter, r *http.Request) {
+		if f.authorize(w, r) {
+			writeFixtureJSON(w, f.resources(r.URL.Query()))
 		}
 	})
 	mux.HandleFunc("GET /v1/leases/{name}", func(w http.ResponseWriter, r *http.Request) {

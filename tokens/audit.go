@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -176,4 +177,106 @@ type AuditStore interface {
 	// how many it deleted. A caller purges all by calling again, yielding
 	// in between, until it deletes fewer than limit.
 	PurgeAudit(ctx context.Context, stream AuditStream, before time.Time, keep, limit int) (int, error)
+	AuditResourceLister
+}
+
+// MaxAuditInterval bounds an entry's interval: its First is not before the
+// start its ID encodes, and its Last is before that start plus
+// MaxAuditInterval (audit.interval is at most an hour). Stores rely on it
+// to read only the IDs a time filter can select (AuditIDRange).
+const MaxAuditInterval = time.Hour
+
+// AuditSpan returns how far e's Last lies past the start its ID encodes,
+// rounded up to the millisecond. A store keeps the longest span of each
+// stream's entries, so that a query since T reads no ID that starts before
+// T minus that span.
+func AuditSpan(e AuditEntry) time.Duration {
+	if len(e.ID) < 13 {
+		return MaxAuditInterval
+	}
+	start, err := strconv.ParseInt(e.ID[:13], 10, 64)
+	if err != nil {
+		return MaxAuditInterval
+	}
+	return time.Duration(max(e.Last.UnixMilli()-start+1, 0)) * time.Millisecond
+}
+
+// AuditIDRange returns the IDs q can select from a stream whose entries
+// span at most span (AuditSpan; MaxAuditInterval when unknown): at or
+// above lo and below hi (each unbounded when empty), from q.Before and
+// q's times.
+func AuditIDRange(q AuditQuery, span time.Duration) (lo, hi string) {
+	hi = q.Before
+	if !q.Until.IsZero() {
+		// IDs of intervals that start after Until sort at or above this.
+		if u := AuditIDBefore(q.Until.Add(time.Millisecond)); hi == "" || u < hi {
+			hi = u
+		}
+	}
+	if !q.Since.IsZero() {
+		lo = AuditIDBefore(q.Since.Add(-span))
+	}
+	return lo, hi
+}
+
+// AuditIndexKeys returns the secondary index keys of e, relative to its
+// stream's index: one by resource, one by kind, each ending in e.ID so that
+// an index prefix lists its IDs in order. A store writes them with the
+// entry and deletes them with it.
+func AuditIndexKeys(e AuditEntry) []string {
+	return []string{AuditIndexPrefix("r", e.Resource) + e.ID, AuditIndexPrefix("k", e.Kind) + e.ID}
+}
+
+// AuditIndexPrefix is the prefix of the index keys of field ("r" for the
+// resource, "k" for the kind) with value: the value with each NUL byte
+// escaped as NUL 1, then NUL NUL. Keys sort by value (as strings) first,
+// and no value's prefix is another's.
+func AuditIndexPrefix(field, value string) string {
+	return auditIndexSeek(field, value) + "\x00\x00"
+}
+
+// auditIndexSeek is where the index keys of field's values that begin
+// with value start.
+func auditIndexSeek(field, value string) string {
+	return field + "/" + strings.ReplaceAll(value, "\x00", "\x00\x01")
+}
+
+// auditIndexAfter is the first index key of field above every key of
+// value.
+func auditIndexAfter(field, value string) string {
+	return auditIndexSeek(field, value) + "\x00\x01"
+}
+
+// auditIndexValue reads the value of a resource index key ("r/…").
+func auditIndexValue(field, key string) (string, bool) {
+	rest, ok := strings.CutPrefix(key, field+"/")
+	if !ok {
+		return "", false
+	}
+	var b strings.Builder
+	for {
+		i := strings.IndexByte(rest, 0)
+		if i < 0 || i+1 >= len(rest) {
+			return "", false
+		}
+		b.WriteString(rest[:i])
+		if rest[i+1] == 0 {
+			return b.String(), true
+		}
+		b.WriteByte(0)
+		rest = rest[i+2:]
+	}
+}
+
+// AuditIndexFor returns the index prefix a store reads for q: the
+// resource's when q names one, else the kind's; ok is false when q names
+// neither and the store reads the stream itself.
+func AuditIndexFor(q AuditQuery) (prefix string, ok bool) {
+	switch {
+	case q.Resource != "":
+		return AuditIndexPrefix("r", q.Resource), true
+	case q.Kind != "":
+		return AuditIndexPrefix("k", q.Kind), true
+	}
+	return "", false
 }

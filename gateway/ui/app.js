@@ -8,6 +8,7 @@
 
 const POLL_MS = 2000; // how often the audit is read again
 const PAGE_LIMIT = 1000; // entries per audit request (the API's maximum)
+const NAMES_PAGE = 100; // resource names listed at first, and added by "More names"
 const RERENDER_MS = 30000; // redraw unchanged data this often (the "now" line)
 const KEY_STORE = 'fencegw.apiKey'; // sessionStorage item holding the API key
 // The control API's root: the page lives at <root>ui/.
@@ -21,6 +22,8 @@ const state = {
   drawnAt: 0,
   data: null, // the data last drawn
   selected: null, // the resource shown
+  prefix: '', // the resource list's filter (names beginning with it)
+  namesWanted: NAMES_PAGE, // how many names the resource list shows
 };
 
 const $ = (id) => document.getElementById(id);
@@ -98,6 +101,23 @@ async function auditPage(kind, params) {
   return { items: body[kind === 'leases' ? 'events' : 'rejections'] || [], more: Boolean(body.next_cursor) };
 }
 
+// resourceNames reads the audit's names that begin with prefix from
+// GET /v1/audit/resources (the whole audit, not a page of entries), page
+// by page, until wanted names are read or none is left.
+async function resourceNames(prefix, wanted) {
+  const names = [];
+  let cursor = '';
+  do {
+    const q = new URLSearchParams({ limit: Math.min(PAGE_LIMIT, wanted - names.length) });
+    if (prefix) q.set('prefix', prefix);
+    if (cursor) q.set('cursor', cursor);
+    const body = await getJSON(`${API}v1/audit/resources?${q}`);
+    for (const r of body.resources || []) names.push(r.name);
+    cursor = body.next_cursor || '';
+  } while (cursor && names.length < wanted);
+  return { names, more: Boolean(cursor) };
+}
+
 // ---- Loading ----------------------------------------------------------
 
 // selectedFromHash reads #resource=NAME.
@@ -107,13 +127,17 @@ const selectedFromHash = () => new URLSearchParams(location.hash.slice(1)).get('
 // draws it when it changed.
 async function refresh() {
   const seq = ++state.seq;
-  const [leases, refusals] = await Promise.all([auditPage('leases', {}), auditPage('rejections', {})]);
-  const resources = summarize(leases.items, refusals.items);
+  const [leases, refusals, listed] = await Promise.all([auditPage('leases', {}), auditPage('rejections', {}),
+    resourceNames(state.prefix, state.namesWanted)]);
+  // The names come from the whole audit; what the newest entries say
+  // about them is added where they say anything.
+  const recent = new Map(summarize(leases.items, refusals.items).map((r) => [r.name, r]));
+  const resources = listed.names.map((name) => recent.get(name) || { name, epoch: null, older: true, refused: 0 });
   // The selection: the hash's, else the one shown so far, else the first.
   const kept = resources.some((r) => r.name === state.selected) ? state.selected : null;
   const selected = selectedFromHash() || kept || (resources[0] && resources[0].name) || null;
   state.selected = selected;
-  const data = { resources, selected, events: [], refusals: [], more: false, lease: null, fence: null };
+  const data = { resources, moreNames: listed.more, selected, events: [], refusals: [], more: false, lease: null, fence: null };
   if (selected !== null) {
     const enc = encodeURIComponent(selected);
     // The unfiltered pages hold the whole history when nothing is older;
@@ -197,6 +221,24 @@ function setupKeyForm() {
     poll();
   });
   $('forget-key').hidden = !sessionStorage.getItem(KEY_STORE);
+}
+
+// setupResourceSearch filters the resource list by a name prefix as it is
+// typed, and lists more names on request; either reads the audit again.
+function setupResourceSearch() {
+  let typing = 0;
+  $('resource-search').addEventListener('input', () => {
+    clearTimeout(typing);
+    typing = setTimeout(() => {
+      state.prefix = $('resource-search').value;
+      state.namesWanted = NAMES_PAGE;
+      poll();
+    }, 200);
+  });
+  $('more-resources').addEventListener('click', () => {
+    state.namesWanted += NAMES_PAGE;
+    poll();
+  });
 }
 
 // ---- Model ------------------------------------------------------------
@@ -306,12 +348,17 @@ function drawResources(data) {
   const ul = $('resources');
   ul.replaceChildren();
   $('no-resources').hidden = data.resources.length > 0;
+  $('no-resources').textContent = state.prefix
+    ? 'No resource in the audit begins with this text.'
+    : 'No lease events or refused writes in the audit yet.';
+  $('more-resources').hidden = !data.moreNames;
   for (const r of data.resources) {
     const li = el('li', {}, ul);
     const a = el('a', { href: '#' + new URLSearchParams({ resource: r.name }), 'data-key': 'resource:' + r.name }, li);
     if (r.name === data.selected) a.setAttribute('aria-current', 'true');
     el('span', { class: 'name' }, a, r.name);
-    const lease = r.epoch === null ? 'no lease events' : `epoch ${r.epoch} · ${r.holder} (${r.event})`;
+    const lease = r.older ? 'no recent entries'
+      : r.epoch === null ? 'no lease events' : `epoch ${r.epoch} · ${r.holder} (${r.event})`;
     el('span', { class: 'sub' }, a, lease + (r.refused ? ` · ${r.refused} refused` : ''));
   }
 }
@@ -528,6 +575,7 @@ function traceLink(id) {
 // size, and starts polling.
 async function start() {
   setupKeyForm();
+  setupResourceSearch();
   try {
     state.traceURL = (await getJSON('config.json')).trace_url || '';
   } catch (e) {

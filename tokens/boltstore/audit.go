@@ -62,6 +62,9 @@ func putAudit(tx *bolt.Tx, entries []tokens.AuditEntry) error {
 		if err := b.Put([]byte(e.ID), v); err != nil {
 			return err
 		}
+		if err := putAuditIndex(tx, e); err != nil {
+			return err
+		}
 	}
 	for stream, n := range counts {
 		if err := setAuditCount(tx, stream, n); err != nil {
@@ -99,8 +102,9 @@ func setAuditCount(tx *bolt.Tx, stream tokens.AuditStream, n int) error {
 	return c.Put([]byte(stream), binary.BigEndian.AppendUint64(nil, uint64(max(n, 0))))
 }
 
-// ListAudit scans the stream's entries from the highest ID down; see
-// tokens.AuditStore.
+// ListAudit reads the IDs q can select from the highest down — from the
+// index of the resource or kind when q names one, within the IDs its
+// times allow — until q.Limit entries matched; see tokens.AuditStore.
 func (s *Store) ListAudit(ctx context.Context, q tokens.AuditQuery) ([]tokens.AuditEntry, error) {
 	var out []tokens.AuditEntry
 	err := s.db.View(func(tx *bolt.Tx) error {
@@ -108,27 +112,20 @@ func (s *Store) ListAudit(ctx context.Context, q tokens.AuditQuery) ([]tokens.Au
 		if b == nil {
 			return nil
 		}
-		c := b.Cursor()
-		k, v := c.Last()
-		if q.Before != "" {
-			// Seek finds the first key at or after Before: step below it.
-			if k, v = c.Seek([]byte(q.Before)); k == nil {
-				k, v = c.Last()
+		return scanAuditIDs(tx, q, func(id []byte) (bool, error) {
+			v := b.Get(id)
+			if v == nil {
+				return true, nil // an index key without its entry: skip
 			}
-			for k != nil && bytes.Compare(k, []byte(q.Before)) >= 0 {
-				k, v = c.Prev()
-			}
-		}
-		for ; k != nil && len(out) < q.Limit; k, v = c.Prev() {
 			var e tokens.AuditEntry
 			if err := json.Unmarshal(v, &e); err != nil {
-				return fmt.Errorf("corrupt audit entry %q: %w", k, err)
+				return false, fmt.Errorf("corrupt audit entry %q: %w", id, err)
 			}
 			if q.Matches(e) {
 				out = append(out, e)
 			}
-		}
-		return nil
+			return len(out) < q.Limit, nil
+		})
 	})
 	if err != nil {
 		return nil, &tokens.UnavailableError{Op: "audit", Err: err}
@@ -156,7 +153,10 @@ func (s *Store) PurgeAudit(ctx context.Context, stream tokens.AuditStream, befor
 		excess := total - keep
 		bound := []byte(tokens.AuditIDBefore(before))
 		c := b.Cursor()
-		for k, _ := c.First(); k != nil && n < limit && (excess > n || bytes.Compare(k, bound) < 0); k, _ = c.First() {
+		for k, v := c.First(); k != nil && n < limit && (excess > n || bytes.Compare(k, bound) < 0); k, v = c.First() {
+			if err := deleteAuditIndex(tx, stream, v); err != nil {
+				return err
+			}
 			if err := c.Delete(); err != nil {
 				return err
 			}

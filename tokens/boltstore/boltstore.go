@@ -80,7 +80,7 @@ func Open(path string) (*Store, error) {
 				return err
 			}
 		}
-		return nil
+		return buildAuditIndexes(tx)
 	})
 	if err != nil {
 		db.Close()

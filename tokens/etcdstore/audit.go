@@ -15,10 +15,6 @@ import (
 // entry as JSON. IDs sort by interval, so key order is time order.
 const auditSub = "\x00audit/"
 
-// auditPutBatch bounds the puts of one transaction, below etcd's default
-// limit of 128 operations per transaction.
-const auditPutBatch = 100
-
 // auditScanBatch is how many keys one range read of ListAudit fetches.
 const auditScanBatch = 256
 
@@ -26,24 +22,28 @@ func (s *Store) auditBase(stream tokens.AuditStream) string {
 	return s.prefix + auditSub + string(stream) + "/"
 }
 
-// PutAudit writes entries in transactions of up to auditPutBatch puts; see
-// tokens.AuditStore.
+// PutAudit writes entries with their index keys in transactions of up to
+// auditTxnEntries entries; see tokens.AuditStore.
 func (s *Store) PutAudit(ctx context.Context, entries []tokens.AuditEntry) error {
 	if s.conn.Closed() {
 		return unavailable("audit", "", ErrClosed)
 	}
+	// The first write to a new store says that its audit is indexed.
+	if _, err := s.auditIndexVersioned(ctx); err != nil {
+		return unavailable("audit", "", err)
+	}
 	for len(entries) > 0 {
-		n := min(len(entries), auditPutBatch)
-		ops := make([]clientv3.Op, 0, n)
+		n := min(len(entries), auditTxnEntries)
+		ops := make([]clientv3.Op, 0, n*auditOpsPerEntry)
 		for _, e := range entries[:n] {
-			if !e.Stream.Valid() || !tokens.ValidAuditID(e.ID) {
-				return fmt.Errorf("audit entry %q of stream %q: invalid", e.ID, e.Stream)
-			}
-			v, err := json.Marshal(e)
+			put, err := s.auditPutOps(e)
 			if err != nil {
 				return err
 			}
-			ops = append(ops, clientv3.OpPut(s.auditBase(e.Stream)+e.ID, string(v)))
+			ops = append(ops, put...)
+		}
+		if err := s.raiseAuditSpans(ctx, entries[:n]); err != nil {
+			return unavailable("audit", "", err)
 		}
 		if _, err := s.cli.Txn(ctx).Then(ops...).Commit(); err != nil {
 			return unavailable("audit", "", err)
@@ -53,28 +53,59 @@ func (s *Store) PutAudit(ctx context.Context, entries []tokens.AuditEntry) error
 	return nil
 }
 
-// ListAudit reads the stream's keys from the highest down, a batch at a
-// time, until q.Limit entries matched; see tokens.AuditStore.
+// ListAudit reads the index of q's resource or kind when q names one
+// (and the index is complete: see auditIndexReady), else the stream
+// itself, from the highest ID q's times and cursor allow down, a batch
+// at a time, until q.Limit entries matched; see tokens.AuditStore.
 func (s *Store) ListAudit(ctx context.Context, q tokens.AuditQuery) ([]tokens.AuditEntry, error) {
 	if s.conn.Closed() {
 		return nil, unavailable("audit", "", ErrClosed)
 	}
-	base := s.auditBase(q.Stream)
-	end := clientv3.GetPrefixRangeEnd(base)
-	if q.Before != "" {
-		end = base + q.Before
-	}
-	var out []tokens.AuditEntry
-	for len(out) < q.Limit {
-		resp, err := s.cli.Get(ctx, base, clientv3.WithRange(end), clientv3.WithLimit(auditScanBatch),
-			clientv3.WithSort(clientv3.SortByKey, clientv3.SortDescend))
+	prefix, indexed := tokens.AuditIndexFor(q)
+	ready, span := false, tokens.MaxAuditInterval
+	if indexed || !q.Since.IsZero() {
+		var err error
+		if ready, err = s.auditIndexReady(ctx); err == nil && ready && !q.Since.IsZero() {
+			span, err = s.auditSpan(ctx, q.Stream)
+		}
 		if err != nil {
 			return nil, unavailable("audit", "", err)
 		}
+	}
+	lo, hi := tokens.AuditIDRange(q, span)
+	if indexed && ready {
+		out, err := s.listAuditIndexed(ctx, q, s.auditIndexBase(q.Stream)+prefix, lo, hi)
+		if err != nil {
+			return nil, unavailable("audit", "", err)
+		}
+		return out, nil
+	}
+	out, err := s.listAuditScan(ctx, q, lo, hi)
+	if err != nil {
+		return nil, unavailable("audit", "", err)
+	}
+	return out, nil
+}
+
+// listAuditScan reads the stream's entries with IDs in [lo, hi) from the
+// highest down.
+func (s *Store) listAuditScan(ctx context.Context, q tokens.AuditQuery, lo, hi string) ([]tokens.AuditEntry, error) {
+	base := s.auditBase(q.Stream)
+	end := clientv3.GetPrefixRangeEnd(base)
+	if hi != "" {
+		end = base + hi
+	}
+	var out []tokens.AuditEntry
+	for len(out) < q.Limit {
+		resp, err := s.cli.Get(ctx, base+lo, clientv3.WithRange(end), clientv3.WithLimit(auditScanBatch),
+			clientv3.WithSort(clientv3.SortByKey, clientv3.SortDescend))
+		if err != nil {
+			return nil, err
+		}
 		for _, kv := range resp.Kvs {
-			var e tokens.AuditEntry
-			if err := json.Unmarshal(kv.Value, &e); err != nil {
-				return nil, unavailable("audit", "", fmt.Errorf("corrupt audit entry %q: %w", kv.Key, err))
+			e, err := decodeAudit(kv.Key, kv.Value)
+			if err != nil {
+				return nil, err
 			}
 			if q.Matches(e) {
 				if out = append(out, e); len(out) == q.Limit {
@@ -90,9 +121,19 @@ func (s *Store) ListAudit(ctx context.Context, q tokens.AuditQuery) ([]tokens.Au
 	return out, nil
 }
 
-// PurgeAudit deletes up to limit of the oldest keys that are of old
-// intervals or beyond keep, in one range delete bounded by a keys-only read
-// of at most limit keys; see tokens.AuditStore.
+// decodeAudit reads the entry stored under key.
+func decodeAudit(key, value []byte) (tokens.AuditEntry, error) {
+	var e tokens.AuditEntry
+	if err := json.Unmarshal(value, &e); err != nil {
+		return e, fmt.Errorf("corrupt audit entry %q: %w", key, err)
+	}
+	return e, nil
+}
+
+// PurgeAudit deletes up to limit of the oldest entries that are of old
+// intervals or beyond keep, bounded by a keys-only read of at most limit
+// keys, each with its index keys, auditTxnEntries per transaction
+// (deleteAuditRange); see tokens.AuditStore.
 func (s *Store) PurgeAudit(ctx context.Context, stream tokens.AuditStream, before time.Time, keep, limit int) (int, error) {
 	if s.conn.Closed() {
 		return 0, unavailable("audit purge", "", ErrClosed)
@@ -121,9 +162,9 @@ func (s *Store) PurgeAudit(ctx context.Context, stream tokens.AuditStream, befor
 		return 0, nil
 	}
 	upTo := string(oldest.Kvs[n-1].Key) + "\x00"
-	gone, err := s.cli.Delete(ctx, base, clientv3.WithRange(upTo))
+	gone, err := s.deleteAuditRange(ctx, stream, base, upTo)
 	if err != nil {
-		return 0, unavailable("audit purge", "", err)
+		return gone, unavailable("audit purge", "", err)
 	}
-	return int(gone.Deleted), nil
+	return gone, nil
 }

@@ -62,8 +62,15 @@
 //
 // The durable audit (tokens.AuditStore) keeps each entry as JSON under
 // P + "\x00audit/" + stream + "/" + ID. IDs start with their interval's
-// time, so key order is time order: a page is one descending range read and
-// a purge by age is one range delete.
+// time, so key order is time order: a page is one descending range read.
+// Its secondary index (tokens.AuditIndexKeys) lives under
+// P + "\x00auditidx/" + stream + "/", one empty key per entry and resource
+// and per entry and kind, put and deleted in the transaction that puts or
+// deletes the entry; P + "\x00auditidx-span/" + stream holds the longest
+// span of the stream's entries (bounding a query by time), and
+// P + "\x00auditidx-version" says every entry is indexed (written by the
+// first write to a new store, or by the one-time backfill of entries of an
+// older version, which keeps its place in P + "\x00auditidx-backfill/").
 //
 // Nothing in this package deletes keys, except that revoking or letting an
 // etcd lease lapse deletes its alive key, and audit purges delete audit

@@ -12,7 +12,7 @@ import (
 )
 
 // timeout returns a context that ends after d or with the test.
-func timeout(t *testing.T, d time.Duration) context.Context {
+func timeout(t testing.TB, d time.Duration) context.Context {
 	t.Helper()
 	c, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
@@ -21,7 +21,7 @@ func timeout(t *testing.T, d time.Duration) context.Context {
 
 // open opens a Store over c's endpoints with its own client, closed at the
 // end of t.
-func open(t *testing.T, c *testetcd.Cluster, prefix string) *etcdstore.Store {
+func open(t testing.TB, c *testetcd.Cluster, prefix string) *etcdstore.Store {
 	t.Helper()
 	s, err := etcdstore.Open(timeout(t, 10*time.Second), etcdstore.Options{Endpoints: c.Endpoints(), Prefix: prefix})
 	if err != nil {

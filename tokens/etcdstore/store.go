@@ -27,6 +27,8 @@ type Store struct {
 	idem   *idemLeases
 	clock  tokens.Clock // reported expiries; see Options.Clock
 	scan   reclaimCursor
+	// auditIdx: whether the audit's index is complete (see auditindex.go).
+	auditIdx auditIndexState
 }
 
 var _ tokens.Store = (*Store)(nil)
@@ -172,7 +174,11 @@ func (s *Store) Exclusive() bool { return false }
 // Close makes every later call fail with ErrClosed and, if the Store was
 // made by Open, closes its client. Later calls of Close do nothing and
 // return what the first returned.
-func (s *Store) Close() error { return s.conn.Close() }
+func (s *Store) Close() error {
+	err := s.conn.Close()
+	s.auditIdx.stop()
+	return err
+}
 
 func (s *Store) key(resource string) string { return s.prefix + resource }
 

@@ -3,6 +3,8 @@ package pgstore
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/fencegw/fencegw/tokens"
@@ -12,10 +14,11 @@ import (
 type auditQueries struct {
 	// put upserts the entries of the JSON array $1.
 	put string
-	// list selects entries of stream $1 by resource $2, kind $3, holder
-	// $4, replica $5, since $6, until $7 and below ID $8 (each ignored
-	// when empty or null), highest ID first, at most $9.
+	// list selects the entries of stream $1; listSQL adds the conditions.
 	list string
+	// resources selects the distinct resources above $1 that begin with
+	// $2, lowest first, at most $3.
+	resources string
 	// purgeOld deletes up to $3 of stream $1's entries with IDs below $2,
 	// the oldest first.
 	purgeOld string
@@ -33,11 +36,9 @@ FROM jsonb_array_elements($1::jsonb) AS e
 ON CONFLICT (stream, id) DO UPDATE
 SET resource = EXCLUDED.resource, kind = EXCLUDED.kind, holder = EXCLUDED.holder, replica = EXCLUDED.replica,
 	first_at = EXCLUDED.first_at, last_at = EXCLUDED.last_at, entry = EXCLUDED.entry`,
-		list: `SELECT entry FROM ` + t + `
-WHERE stream = $1 AND ($2 = '' OR resource = $2) AND ($3 = '' OR kind = $3) AND ($4 = '' OR holder = $4)
-	AND ($5 = '' OR replica = $5) AND ($6::timestamptz IS NULL OR last_at >= $6)
-	AND ($7::timestamptz IS NULL OR first_at <= $7) AND ($8 = '' OR id < $8)
-ORDER BY id DESC LIMIT $9`,
+		list: `SELECT entry FROM ` + t + ` WHERE stream = $1`,
+		resources: `SELECT DISTINCT resource FROM ` + t + `
+WHERE resource > $1 AND starts_with(resource, $2) ORDER BY resource LIMIT $3`,
 		purgeOld: `DELETE FROM ` + t + ` WHERE stream = $1 AND id IN (
 	SELECT id FROM ` + t + ` WHERE stream = $1 AND id < $2 ORDER BY id LIMIT $3)`,
 		purgeExcess: `DELETE FROM ` + t + ` WHERE stream = $1 AND id IN (
@@ -64,10 +65,12 @@ func (s *Store) PutAudit(ctx context.Context, entries []tokens.AuditEntry) error
 	return nil
 }
 
-// ListAudit selects entries in SQL; see tokens.AuditStore.
+// ListAudit selects entries in SQL, by the (stream, resource, id) index
+// when q names a resource, within the IDs q's times allow
+// (tokens.AuditIDRange); see tokens.AuditStore.
 func (s *Store) ListAudit(ctx context.Context, q tokens.AuditQuery) ([]tokens.AuditEntry, error) {
-	rows, err := s.pool.Query(ctx, s.aq.list, string(q.Stream), q.Resource, q.Kind, q.Holder, q.Replica,
-		timeOrNil(q.Since), timeOrNil(q.Until), q.Before, q.Limit)
+	sql, args := s.aq.listSQL(q)
+	rows, err := s.pool.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, &tokens.UnavailableError{Op: "audit", Err: err}
 	}
@@ -109,10 +112,57 @@ func (s *Store) PurgeAudit(ctx context.Context, stream tokens.AuditStream, befor
 	return n + int(excess.RowsAffected()), nil
 }
 
-// timeOrNil is t as a query argument: NULL when zero.
-func timeOrNil(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
+// ListAuditResources selects the distinct resources in SQL; see
+// tokens.AuditResourceLister.
+func (s *Store) ListAuditResources(ctx context.Context, q tokens.AuditResourceQuery) ([]string, error) {
+	rows, err := s.pool.Query(ctx, s.aq.resources, q.After, q.Prefix, q.Limit)
+	if err != nil {
+		return nil, &tokens.UnavailableError{Op: "audit", Err: err}
 	}
-	return &t
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, &tokens.UnavailableError{Op: "audit", Err: err}
+		}
+		out = append(out, name)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, &tokens.UnavailableError{Op: "audit", Err: err}
+	}
+	return out, nil
+}
+
+// listSQL returns the statement that selects q's entries, highest ID
+// first, and its arguments: only the conditions q sets, so that the
+// planner sees which index serves them (a condition "$n = ” OR …" hides
+// it from a generic plan). Every value is an argument.
+func (aq auditQueries) listSQL(q tokens.AuditQuery) (string, []any) {
+	lo, hi := tokens.AuditIDRange(q, tokens.MaxAuditInterval)
+	var b strings.Builder
+	b.WriteString(aq.list)
+	args := []any{string(q.Stream)}
+	add := func(cond string, v any) {
+		args = append(args, v)
+		fmt.Fprintf(&b, " AND "+cond, len(args))
+	}
+	for _, c := range []struct {
+		cond  string
+		value string
+	}{{"resource = $%d", q.Resource}, {"kind = $%d", q.Kind}, {"holder = $%d", q.Holder}, {"replica = $%d", q.Replica},
+		{"id < $%d", hi}, {"id >= $%d", lo}} {
+		if c.value != "" {
+			add(c.cond, c.value)
+		}
+	}
+	if !q.Since.IsZero() {
+		add("last_at >= $%d", q.Since)
+	}
+	if !q.Until.IsZero() {
+		add("first_at <= $%d", q.Until)
+	}
+	args = append(args, q.Limit)
+	fmt.Fprintf(&b, " ORDER BY id DESC LIMIT $%d", len(args))
+	return b.String(), args
 }

@@ -23,6 +23,9 @@ func RunAudit(t *testing.T, fresh func(t *testing.T) Factory) {
 		{"Purge", testAuditPurge},
 		{"PurgeInBatches", testAuditPurgeBatches},
 		{"JunkStream", testAuditJunkStream},
+		{"IndexedFilters", testAuditIndexedFilters},
+		{"PurgeIndex", testAuditPurgeIndex},
+		{"Resources", testAuditResources},
 	})
 }
 

@@ -1,0 +1,160 @@
+package etcdstore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/fencegw/fencegw/tokens"
+)
+
+// auditIndexReady reports whether the index covers every entry: once the
+// version key says so. Until then it starts the one-time backfill that
+// indexes entries written before the index, in the background (one at a
+// time, ended by Close), and reports false: the caller reads the stream
+// itself meanwhile.
+func (s *Store) auditIndexReady(ctx context.Context) (bool, error) {
+	if s.auditIdx.ready.Load() {
+		return true, nil
+	}
+	if ready, err := s.auditIndexVersioned(ctx); err != nil || ready {
+		return ready, err
+	}
+	s.startAuditBackfill()
+	return false, nil
+}
+
+// IndexAudit indexes the audit's entries written before the index (by an
+// older version), resuming where an interrupted run stopped, and records
+// that every entry is indexed; until then filtered queries read the whole
+// log. Queries start it in the background; call it to wait for it.
+func (s *Store) IndexAudit(ctx context.Context) error {
+	if ready, err := s.auditIndexVersioned(ctx); err != nil || ready {
+		return err
+	}
+	if err := s.backfillAuditIndex(ctx); err != nil {
+		return unavailable("audit index", "", err)
+	}
+	s.auditIdx.ready.Store(true)
+	return nil
+}
+
+// startAuditBackfill runs IndexAudit in the background unless it runs
+// already, has finished, or the Store is closed. A run that fails is
+// started again by the next query.
+func (s *Store) startAuditBackfill() {
+	st := &s.auditIdx
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.done != nil || s.conn.Closed() {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	st.cancel, st.done = cancel, done
+	go func() {
+		defer close(done)
+		err := s.IndexAudit(ctx)
+		cancel()
+		if err != nil {
+			st.mu.Lock()
+			if st.done == done {
+				st.done = nil
+			}
+			st.mu.Unlock()
+		}
+	}()
+}
+
+// stop ends a backfill under way and waits for it.
+func (st *auditIndexState) stop() {
+	st.mu.Lock()
+	cancel, done := st.cancel, st.done
+	st.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+}
+
+// backfillAuditIndex indexes every stream's entries in key order from its
+// cursor on, recording each batch's last ID with the batch, then writes
+// the version key.
+func (s *Store) backfillAuditIndex(ctx context.Context) error {
+	for _, stream := range tokens.AuditStreams() {
+		if err := s.backfillAuditStream(ctx, stream); err != nil {
+			return fmt.Errorf("index the audit's %s: %w", stream, err)
+		}
+	}
+	_, err := s.cli.Txn(ctx).Then(clientv3.OpPut(s.prefix+auditIndexVersion, "1"),
+		clientv3.OpDelete(s.prefix+auditBackfillCursor, clientv3.WithPrefix())).Commit()
+	return err
+}
+
+// backfillAuditStream indexes stream's entries after its cursor.
+func (s *Store) backfillAuditStream(ctx context.Context, stream tokens.AuditStream) error {
+	base, cursorKey := s.auditBase(stream), s.prefix+auditBackfillCursor+string(stream)
+	from := base
+	resp, err := s.cli.Get(ctx, cursorKey)
+	if err != nil {
+		return err
+	}
+	if len(resp.Kvs) > 0 {
+		from = base + string(resp.Kvs[0].Value) + "\x00"
+	}
+	const perTxn = 63 // 2 index keys each, and the cursor
+	for {
+		page, err := s.cli.Get(ctx, from, clientv3.WithRange(clientv3.GetPrefixRangeEnd(base)), clientv3.WithLimit(perTxn),
+			clientv3.WithSort(clientv3.SortByKey, clientv3.SortAscend))
+		if err != nil || len(page.Kvs) == 0 {
+			return err
+		}
+		ops := make([]clientv3.Op, 0, 2*len(page.Kvs)+1)
+		entries := make([]tokens.AuditEntry, 0, len(page.Kvs))
+		for _, kv := range page.Kvs {
+			var e tokens.AuditEntry
+			if err := json.Unmarshal(kv.Value, &e); err != nil {
+				return fmt.Errorf("corrupt audit entry %q: %w", kv.Key, err)
+			}
+			e.Stream = stream
+			entries = append(entries, e)
+			for _, k := range tokens.AuditIndexKeys(e) {
+				ops = append(ops, clientv3.OpPut(s.auditIndexBase(stream)+k, ""))
+			}
+		}
+		if err := s.raiseAuditSpans(ctx, entries); err != nil {
+			return err
+		}
+		last := string(page.Kvs[len(page.Kvs)-1].Key)
+		ops = append(ops, clientv3.OpPut(cursorKey, last[len(base):]))
+		if _, err := s.cli.Txn(ctx).Then(ops...).Commit(); err != nil {
+			return err
+		}
+		from = last + "\x00"
+	}
+}
+
+// auditIndexVersioned reports whether the version key says every entry is
+// indexed, writing it first when the audit holds no entry at all (a new
+// store: every entry it gets is indexed as it is written).
+func (s *Store) auditIndexVersioned(ctx context.Context) (bool, error) {
+	if s.auditIdx.ready.Load() {
+		return true, nil
+	}
+	version := s.prefix + auditIndexVersion
+	empty := []clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(version), "=", 0)}
+	for _, stream := range tokens.AuditStreams() {
+		empty = append(empty, clientv3.Compare(clientv3.CreateRevision(s.auditBase(stream)), "=", 0).WithPrefix())
+	}
+	resp, err := s.cli.Txn(ctx).If(empty...).Then(clientv3.OpPut(version, "1")).Else(clientv3.OpGet(version)).Commit()
+	if err != nil {
+		return false, err
+	}
+	if resp.Succeeded || len(resp.Responses[0].GetResponseRange().Kvs) > 0 {
+		s.auditIdx.ready.Store(true)
+		return true, nil
+	}
+	return false, nil
+}
