@@ -86,7 +86,7 @@ func TestLockDelay(t *testing.T) {
 	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {
 			g := newGatewayWith(t, b.fresh(t)(t), newUpstream(t), gatewayOptions{}, leaseRoutes...)
-			a := leaseOf(t, g.leaseCall(t, "job", "acquire", `{"holder":"node-a","ttl_seconds":1,"lock_delay_seconds":3}`, nil))
+			a := leaseOf(t, g.leaseCall(t, "job", "acquire", fmt.Sprintf(`{"holder":"node-a","ttl_seconds":%d,"lock_delay_seconds":3}`, b.shortTTL()), nil))
 			if a.LockDelaySeconds != 3 {
 				t.Fatalf("grant = %+v, want lock_delay_seconds 3", a)
 			}

@@ -298,7 +298,7 @@ func TestLeaseLeaderDown(t *testing.T) {
 	s := open(t, c, "")
 	other := open(t, c, "") // another replica, its own client
 	g := mustAcquire(t, s, "job", "node-a", 30*time.Second)
-	short := mustAcquire(t, s, "short", "node-a", time.Second)
+	short := mustAcquire(t, s, "short", "node-a", s.MinLeaseTTL())
 
 	down := leader(t, c)
 	c.StopMember(down)
@@ -323,7 +323,7 @@ func TestLeaseLeaderDown(t *testing.T) {
 	mustBeStale(t, s, "job", g.Epoch, b.Epoch)
 	storetest.MustBeLost(t, s.Release(timeout(t, 10*time.Second), "job", "node-a", g.Epoch, tokens.Caller{}))
 
-	// The 1s lease lapses (a new leader extends it by up to its TTL plus an
+	// The short lease lapses (a new leader extends it by up to its TTL plus an
 	// election timeout first); node-b then takes it over.
 	deadline := time.Now().Add(20 * time.Second)
 	var takeover tokens.Grant
@@ -421,4 +421,22 @@ func TestLeaseClosed(t *testing.T) {
 	}
 	// The lease itself is untouched: another client still sees it.
 	mustHold(t, open(t, c, "/closed/"), "job", "node-a", g.Epoch)
+}
+
+// TestLeaseTTLsKeptExactly: etcd keeps lease TTLs in whole seconds, of at
+// least its minimum (2s with its default election timeout). A TTL it cannot
+// keep exactly is refused (the etcd lease would outlive the ExpiresAt
+// reported), naming the range; one it can is granted as asked.
+func TestLeaseTTLsKeptExactly(t *testing.T) {
+	s := open(t, testetcd.Start(t, 1), "ttl/")
+	if got := s.MinLeaseTTL(); got != 2*time.Second {
+		t.Fatalf("MinLeaseTTL = %s, want 2s", got)
+	}
+	for _, ttl := range []time.Duration{time.Second, 1500 * time.Millisecond, 2500 * time.Millisecond} {
+		_, err := s.Acquire(timeout(t, 10*time.Second), "l", "a", tokens.Terms{TTL: ttl}, tokens.Caller{})
+		if !errors.Is(err, tokens.ErrInvalidLease) {
+			t.Fatalf("Acquire with TTL %s = %v, want ErrInvalidLease", ttl, err)
+		}
+	}
+	mustAcquire(t, s, "l", "a", 2*time.Second)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -27,6 +28,9 @@ type Store struct {
 	idem   *idemLeases
 	clock  tokens.Clock // reported expiries; see Options.Clock
 	scan   reclaimCursor
+	// minTTL is the cluster's minimum lease TTL in seconds, once a grant
+	// showed it above DefaultMinLeaseTTL (0 until then); see MinLeaseTTL.
+	minTTL atomic.Int64
 }
 
 var _ tokens.Store = (*Store)(nil)
