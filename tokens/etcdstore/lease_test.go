@@ -67,7 +67,7 @@ func TestLeaseKeys(t *testing.T) {
 	mustAdvance(t, s, "lease/job", 50)
 	mustAdvance(t, s, "issued/job", 60)
 
-	g := mustAcquire(t, s, "job", "node-a", 1500*time.Millisecond)
+	g := mustAcquire(t, s, "job", "node-a", 2*time.Second)
 	if g.Epoch != 1 {
 		t.Fatalf("first grant epoch %d", g.Epoch)
 	}
@@ -90,7 +90,7 @@ func TestLeaseKeys(t *testing.T) {
 	if err := json.Unmarshal([]byte(raw), &rec); err != nil {
 		t.Fatalf("lease record %q: %v", raw, err)
 	}
-	want := fmt.Sprintf(`{"holder":"node-a","epoch":1,"ttl_ms":1500,"etcd_lease":%d,"etcd_ttl_s":2,"granted_at":%q}`, rec.EtcdLease, rec.GrantedAt)
+	want := fmt.Sprintf(`{"holder":"node-a","epoch":1,"ttl_ms":2000,"etcd_lease":%d,"etcd_ttl_s":2,"granted_at":%q}`, rec.EtcdLease, rec.GrantedAt)
 	if rec.EtcdLease == 0 || rec.GrantedAt == "" || raw != want {
 		t.Fatalf("lease record = %s, want %s with an etcd lease and a grant time", raw, want)
 	}
@@ -98,7 +98,7 @@ func TestLeaseKeys(t *testing.T) {
 	if !ok || alive != `{"holder":"node-a","epoch":1}` || aliveLease != rec.EtcdLease {
 		t.Fatalf("alive key = %q on lease %x (present %v), record names lease %x", alive, aliveLease, ok, rec.EtcdLease)
 	}
-	// 1.5s is granted as a 2s etcd lease: rounded up, never down.
+	// 2s is granted as a 2s etcd lease: exactly (other TTLs are refused).
 	ttl, err := cli.TimeToLive(timeout(t, 5*time.Second), clientv3.LeaseID(rec.EtcdLease))
 	if err != nil || ttl.GrantedTTL != 2 {
 		t.Fatalf("TimeToLive of the grant's etcd lease = %+v, %v; want granted TTL 2", ttl, err)
