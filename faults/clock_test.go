@@ -105,7 +105,7 @@ func (g *gatewayProc) clockOffset() (time.Duration, bool) {
 	name := fmt.Sprintf("clock-probe-%d", g.replica)
 	before := time.Now()
 	resp, err := probeClient.Post(g.apiURL()+"/v1/leases/"+name+"/acquire", "application/json",
-		strings.NewReader(`{"holder":"probe","ttl_seconds":1}`))
+		strings.NewReader(`{"holder":"probe","ttl_seconds":2}`)) // etcd grants from 2s
 	if err != nil {
 		return 0, false
 	}

@@ -86,7 +86,7 @@ func TestLockDelay(t *testing.T) {
 	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {
 			g := newGatewayWith(t, b.fresh(t)(t), newUpstream(t), gatewayOptions{}, leaseRoutes...)
-			a := leaseOf(t, g.leaseCall(t, "job", "acquire", `{"holder":"node-a","ttl_seconds":1,"lock_delay_seconds":3}`, nil))
+			a := leaseOf(t, g.leaseCall(t, "job", "acquire", fmt.Sprintf(`{"holder":"node-a","ttl_seconds":%d,"lock_delay_seconds":3}`, b.shortTTL()), nil))
 			if a.LockDelaySeconds != 3 {
 				t.Fatalf("grant = %+v, want lock_delay_seconds 3", a)
 			}
@@ -233,5 +233,28 @@ func TestSlowBodyStraddlingTheLapseIsCut(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestReleaseAfterExpiryKeepsLockDelay: the red team's case on every
+// store. A grant of the store's shortest TTL with a lock-delay, released by
+// its holder just after the expires_at it was answered, lapsed: the release
+// is 204, and a rival is refused (409: held while the store deletes the
+// grant, then lock-delay), never granted, until the delay has run.
+func TestReleaseAfterExpiryKeepsLockDelay(t *testing.T) {
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			g := newGatewayWith(t, b.fresh(t)(t), newUpstream(t), gatewayOptions{}, leaseRoutes...)
+			a := leaseOf(t, g.leaseCall(t, "job", "acquire", fmt.Sprintf(`{"holder":"node-a","ttl_seconds":%d,"lock_delay_seconds":6}`, b.shortTTL()), nil))
+			time.Sleep(time.Until(a.ExpiresAt) + 20*time.Millisecond)
+			if r := g.releaseLease(t, "job", "node-a", a.Epoch); r.status != http.StatusNoContent {
+				t.Fatalf("release after the expiry = %d %s", r.status, r.body)
+			}
+			g.awaitLapse(t, "job")
+			r := g.acquire(t, "job", "node-b", 15)
+			if p := r.problem(t); r.status != http.StatusConflict || p["type"] != gateway.TypeLockDelay {
+				t.Fatalf("acquire by a rival after the late release = %d %v, want 409 lock-delay", r.status, p)
+			}
+		})
 	}
 }

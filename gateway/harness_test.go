@@ -43,6 +43,15 @@ type backend struct {
 	outage func(t *testing.T) (f storetest.Factory, stop, restart func())
 }
 
+// shortTTL is the shortest ttl_seconds the backend grants: etcd keeps
+// whole seconds from 2 (etcdstore.MinLeaseTTL), the others from 1.
+func (b backend) shortTTL() int {
+	if b.name == "etcd" {
+		return 2
+	}
+	return 1
+}
+
 func backends() []backend {
 	return []backend{
 		{name: "embedded", fresh: boltFresh},

@@ -14,9 +14,22 @@ const lapseReadTimeout = 5 * time.Second
 // apply turns one store change into the events it means, given the lease
 // as the change before left it, and keeps c as the current state. The
 // first change the hub sees (or one after a Gap) says only what state the
-// lease is in.
+// lease is in; it is a gap event (see LeaseEvent.gap) when the store says
+// Gap or the hub did not resume from a watcher's id.
 func (lh *leaseHub) apply(c tokens.LeaseChange) []LeaseEvent {
-	prev, prevSeq, prevLapsed, first := lh.cur, lh.seq, lh.lapsed, lh.seq == 0 || c.Gap
+	first := lh.seq == 0 || c.Gap
+	gap := c.Gap || lh.seq == 0 && !lh.resumed
+	evs := lh.applyChange(c, first)
+	for i := range evs {
+		evs[i].gap = gap
+	}
+	return evs
+}
+
+// applyChange is apply without gap marks; first is set for a change that
+// says only the lease's state.
+func (lh *leaseHub) applyChange(c tokens.LeaseChange, first bool) []LeaseEvent {
+	prev, prevSeq, prevLapsed := lh.cur, lh.seq, lh.lapsed
 	lh.cur, lh.seq, lh.lapsed = c.Lease, c.Seq, false
 	id := eventID{seq: c.Seq}
 	l := c.Lease

@@ -20,6 +20,8 @@ type leaseHub struct {
 	name   string
 	cancel context.CancelFunc
 	done   chan struct{}
+	// resumed: the hub's store watch resumed from its first watcher's id.
+	resumed bool
 
 	mu     sync.Mutex
 	subs   map[*watcher]struct{}
@@ -35,7 +37,7 @@ type leaseHub struct {
 // events up to last (ok) has the store replay the changes since.
 func newLeaseHub(h *watchHub, name string, last eventID, ok bool) *leaseHub {
 	ctx, cancel := context.WithCancel(context.Background())
-	lh := &leaseHub{hub: h, name: name, cancel: cancel, done: make(chan struct{}), subs: make(map[*watcher]struct{})}
+	lh := &leaseHub{hub: h, name: name, cancel: cancel, done: make(chan struct{}), subs: make(map[*watcher]struct{}), resumed: ok}
 	from := tokens.FromLatest
 	if ok {
 		from = last.seq - 1 // the change last names comes first: what it left is the state to diff against
@@ -49,20 +51,38 @@ func (lh *leaseHub) add(w *watcher, resume bool) []LeaseEvent {
 	lh.mu.Lock()
 	defer lh.mu.Unlock()
 	lh.subs[w] = struct{}{}
-	var backlog []LeaseEvent
-	if resume && len(lh.events) > 0 && !lh.events[0].id.after(w.last) {
-		for _, ev := range lh.events {
-			if ev.id.after(w.last) {
-				backlog = append(backlog, ev)
-			}
-		}
-	} else if lh.state != nil && (!resume || lh.state.id.after(w.last)) {
-		backlog = []LeaseEvent{*lh.state}
-	}
+	backlog := lh.backlog(w.last, resume)
 	if len(backlog) > 0 {
 		w.last = backlog[len(backlog)-1].id
 	}
 	return backlog
+}
+
+// backlog is what a new watcher that has seen the events up to last
+// (resume) is sent first: the kept events after last; nothing when last
+// is the newest event; otherwise the state now, if known: for a watcher
+// that resumes from before the kept events, or from beyond the newest (ids
+// restarted with the store), a gap. The caller holds lh.mu.
+func (lh *leaseHub) backlog(last eventID, resume bool) []LeaseEvent {
+	if n := len(lh.events); resume && n > 0 {
+		newest := lh.events[n-1].id
+		switch {
+		case newest == last:
+			return nil
+		case !lh.events[0].id.after(last) && newest.after(last):
+			var evs []LeaseEvent
+			for _, ev := range lh.events {
+				if ev.id.after(last) {
+					evs = append(evs, ev)
+				}
+			}
+			return evs
+		}
+	}
+	if lh.state != nil {
+		return []LeaseEvent{*lh.state}
+	}
+	return nil
 }
 
 // remove unregisters w and returns how many watchers are left.
@@ -101,11 +121,12 @@ func (lh *leaseHub) publish(evs []LeaseEvent) {
 	}
 }
 
-// deliver sends w the events of evs it has not seen, or drops it. The
-// caller holds lh.mu.
+// deliver sends w the events of evs it has not seen (those after its last,
+// and gap events other than its last), or drops it. The caller holds
+// lh.mu.
 func (lh *leaseHub) deliver(w *watcher, evs []LeaseEvent) {
 	for _, ev := range evs {
-		if !ev.id.after(w.last) {
+		if ev.id == w.last || !ev.id.after(w.last) && !ev.gap {
 			continue
 		}
 		select {

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/fencegw/fencegw/tokens"
 )
 
 // seconds is a lease parameter in seconds, kept as the JSON number sent so
@@ -45,6 +47,19 @@ func (s seconds) duration(field string, lo, hi time.Duration) (time.Duration, st
 		return 0, bad
 	}
 	return d, ""
+}
+
+// stepped is duration for a parameter that must also be a whole multiple
+// of step (a store's TTL step, tokens.LeaseTTLRange); a step of
+// tokens.LeaseResolution or less is duration's own. The detail of a value
+// off the step names the range and the step, and says it is the store's.
+func (s seconds) stepped(field string, lo, hi, step time.Duration) (time.Duration, string) {
+	d, detail := s.duration(field, lo, hi)
+	if step <= tokens.LeaseResolution || detail == "" && d%step == 0 {
+		return d, detail
+	}
+	return 0, fmt.Sprintf("%s must be from %s to %s seconds in whole multiples of %s seconds on this store, got %s",
+		field, secondsText(lo), secondsText(hi), secondsText(step), s.literal)
 }
 
 // secondsText writes d in seconds as the API takes them: "1", "0.5".

@@ -51,9 +51,12 @@ type acquireRequest struct {
 // acquireTerms returns the terms req asks for, or the detail of a 400
 // naming the parameter out of its range: ttl_seconds from 1 to 86400,
 // lock_delay_seconds from 0 to 3600 (the configured lock_delay when
-// absent), both in whole milliseconds.
+// absent), both in whole milliseconds. A store that keeps fewer TTLs
+// exactly (tokens.TTLLimiter: etcd, whole seconds from 2) narrows
+// ttl_seconds to them.
 func (c *control) acquireTerms(req acquireRequest) (tokens.Terms, string) {
-	ttl, detail := req.TTLSeconds.duration("ttl_seconds", tokens.MinLeaseTTL, tokens.MaxLeaseTTL)
+	lo, step := tokens.LeaseTTLRange(c.Fence.Store())
+	ttl, detail := req.TTLSeconds.stepped("ttl_seconds", lo, tokens.MaxLeaseTTL, step)
 	if detail != "" {
 		return tokens.Terms{}, detail
 	}

@@ -100,3 +100,15 @@ func (s *observedStore) WatchLease(ctx context.Context, name string, after int64
 	s.record(ctx, "watch", start, err)
 	return ch, err
 }
+
+// MinLeaseTTL passes on the wrapped store's (tokens.TTLLimiter).
+func (s *observedStore) MinLeaseTTL() time.Duration {
+	lo, _ := tokens.LeaseTTLRange(s.Store)
+	return lo
+}
+
+// LeaseTTLStep passes on the wrapped store's (tokens.TTLLimiter).
+func (s *observedStore) LeaseTTLStep() time.Duration {
+	_, step := tokens.LeaseTTLRange(s.Store)
+	return step
+}

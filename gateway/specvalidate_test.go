@@ -289,7 +289,7 @@ func (c *specChecker) checkControl(test string, r *http.Request, body []byte, re
 	switch {
 	case reqErr != nil && rec.status < 400:
 		c.violation(test, r, rec, "the spec refuses the request (%v) but the gateway answered %d", oneLine(reqErr), rec.status)
-	case reqErr == nil && rec.status == http.StatusBadRequest:
+	case reqErr == nil && rec.status == http.StatusBadRequest && !storeRange(rec):
 		c.violation(test, r, rec, "the spec admits the request (body %q) but the gateway refused it as malformed", body)
 	}
 	in.Request = asGet(r) // ValidateRequest read the body
@@ -544,4 +544,12 @@ func newPlainServer(t *testing.T, h http.Handler) string {
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return srv.URL
+}
+
+// storeRange reports whether rec refuses a lease parameter outside the
+// narrower range of the store behind the gateway (tokens.TTLLimiter: etcd
+// keeps whole seconds from 2), which the spec describes but cannot state
+// as a schema.
+func storeRange(rec *recorder) bool {
+	return strings.Contains(string(rec.body), "seconds on this store")
 }

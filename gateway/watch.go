@@ -38,6 +38,10 @@ type LeaseEvent struct {
 	LockDelayUntil *time.Time `json:"lock_delay_until,omitempty"`
 	id             eventID
 	wire           []byte // the event as sent, encoded once for every watcher
+	// gap marks an event that says the lease's state whatever came before
+	// (a store's Gap, or a hub's first change): it goes to every watcher
+	// that has not seen its very id, even one whose last id is above it.
+	gap bool
 }
 
 // watchLease streams a lease's changes as server-sent events: acquired,

@@ -177,3 +177,32 @@ func TestLeaseWatchNeedsAKey(t *testing.T) {
 		t.Fatalf("watch with an allowed key = %d", resp.StatusCode)
 	}
 }
+
+// TestLeaseWatchResumeBeyondLatest: a Last-Event-ID above any id the store
+// has for the lease (ids restart with a restored or new store) is a gap:
+// the watch starts with the lease's current state, then sends every later
+// change; whether the watch is the lease's first in the process or joins
+// one already open.
+func TestLeaseWatchResumeBeyondLatest(t *testing.T) {
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) {
+			gs := replicas(t, b, newUpstream(t), gatewayOptions{heartbeat: 200 * time.Millisecond}, 2, idemRoutes...)
+			watcher, actor := gs[0], gs[1]
+			a := leaseOf(t, actor.acquire(t, "job", "node-a", 15))
+			const beyond = "999999999999"
+			first := watch(t, watcher, "job", beyond)
+			expect := func(w *sse, kind string) {
+				t.Helper()
+				if ev := w.next(t); ev.kind != kind || ev.data.Epoch != a.Epoch {
+					t.Fatalf("event = %+v, want %s at epoch %d", ev, kind, a.Epoch)
+				}
+			}
+			expect(first, gateway.EventAcquired)
+			joined := watch(t, watcher, "job", beyond+".2")
+			expect(joined, gateway.EventAcquired)
+			leaseOf(t, actor.renewLease(t, "job", "node-a", a.Epoch))
+			expect(first, gateway.EventRenewed)
+			expect(joined, gateway.EventRenewed)
+		})
+	}
+}

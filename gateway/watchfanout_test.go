@@ -128,7 +128,7 @@ func TestLeaseWatchCoalesced(t *testing.T) {
 			}
 			time.Sleep(300 * time.Millisecond) // every watch is in place
 			for name, ws := range watchers {
-				a := leaseOf(t, g.acquire(t, name, "node-a", 1))
+				a := leaseOf(t, g.acquire(t, name, "node-a", float64(b.shortTTL())))
 				leaseOf(t, g.renewLease(t, name, "node-a", a.Epoch))
 				for _, w := range ws { // every watcher sees the grant, the renewal and the lapse
 					expectEvent(t, w, gateway.EventAcquired, a.Epoch, "")

@@ -8,7 +8,9 @@ import "context"
 // It reads the changes after after (with after FromLatest, the first read
 // asks for the latest only: latest set, after 0), sends them in order, and
 // reads again after every notification, until ctx ends or a read fails;
-// then it closes the channel.
+// then it closes the channel. A change with Gap set is sent whatever its
+// Seq (read must set it only on the latest change, when it cannot send
+// what follows after: see LeaseWatcher), and the watch goes on from it.
 func FollowChanges(ctx context.Context, notes <-chan struct{}, after int64,
 	read func(ctx context.Context, after int64, latest bool) ([]LeaseChange, error)) <-chan LeaseChange {
 	out := make(chan LeaseChange)
@@ -23,7 +25,7 @@ func FollowChanges(ctx context.Context, notes <-chan struct{}, after int64,
 			}
 			latest = false
 			for _, c := range changes {
-				if c.Seq <= after {
+				if c.Seq <= after && !c.Gap {
 					continue // never send a change twice, nor out of order
 				}
 				select {

@@ -222,6 +222,44 @@ func LostReason(found bool, cur Lease, holder string, epoch int64) string {
 	return ""
 }
 
+// TTLLimiter is implemented by a LeaseStore that can keep only some lease
+// TTLs exactly (etcd: whole seconds, of at least the cluster's minimum).
+// Such a store refuses any other TTL with an error wrapping
+// ErrInvalidLease, rather than keep a lease longer than the ExpiresAt it
+// reports; callers may check a TTL first with ValidateStoreTTL.
+type TTLLimiter interface {
+	// MinLeaseTTL is the shortest TTL the store keeps exactly, at least
+	// the package's MinLeaseTTL.
+	MinLeaseTTL() time.Duration
+	// LeaseTTLStep is the step of the TTLs it keeps exactly: each is a
+	// whole multiple of it.
+	LeaseTTLStep() time.Duration
+}
+
+// LeaseTTLRange returns the shortest TTL store grants and the step of its
+// TTLs: MinLeaseTTL and LeaseResolution unless store is a TTLLimiter.
+func LeaseTTLRange(store any) (lo, step time.Duration) {
+	lo, step = MinLeaseTTL, LeaseResolution
+	if l, ok := store.(TTLLimiter); ok {
+		lo, step = max(lo, l.MinLeaseTTL()), max(step, l.LeaseTTLStep())
+	}
+	return lo, step
+}
+
+// ValidateStoreTTL checks ttl as ValidateTTL does, and against the range
+// store keeps exactly (LeaseTTLRange): an error wrapping ErrInvalidLease
+// that names the range otherwise.
+func ValidateStoreTTL(store any, ttl time.Duration) error {
+	if err := ValidateTTL(ttl); err != nil {
+		return err
+	}
+	lo, step := LeaseTTLRange(store)
+	if ttl < lo || ttl%step != 0 {
+		return fmt.Errorf("%w: ttl must be from %s to %s in multiples of %s on this store, got %s", ErrInvalidLease, lo, MaxLeaseTTL, step, ttl)
+	}
+	return nil
+}
+
 // ValidateTTL checks a lease TTL: at least MinLeaseTTL, at most
 // MaxLeaseTTL, in whole milliseconds (LeaseResolution).
 func ValidateTTL(ttl time.Duration) error {

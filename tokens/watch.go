@@ -108,8 +108,11 @@ type LeaseWatcher interface {
 	// watches again from the last Seq it received. With after FromLatest
 	// it starts with the latest change (the lease's state now), if there
 	// is one; with 0, with the first change the store keeps. When changes
-	// after after are no longer kept, it starts with the latest one, Gap
-	// set. Lapses are not changes: a watcher learns them
+	// after after are no longer kept, or after is above the latest change
+	// the store has for the lease (ids restart with a restored or new
+	// store), it starts with the latest one, Gap set, whose Seq may then be
+	// at or below after, and follows the changes after it. Lapses are not
+	// changes: a watcher learns them
 	// from the ExpiresAt it received and a read of the lease.
 	WatchLease(ctx context.Context, name string, after int64) (<-chan LeaseChange, error)
 }

@@ -77,8 +77,8 @@ func (s *Store) commitChange(failed bool) {
 // its only writer; see tokens.LeaseWatcher. Every change is numbered by
 // the lease bucket's sequence, kept on disk, so numbers keep rising across
 // restarts; the last keptChanges changes of each lease since Open are kept
-// in memory, and a watch resuming from before them starts with the latest,
-// Gap set.
+// in memory, and a watch resuming from before them, or from beyond the
+// latest, starts with the latest, Gap set.
 func (s *Store) WatchLease(ctx context.Context, name string, after int64) (<-chan tokens.LeaseChange, error) {
 	if err := tokens.ValidateResource(name); err != nil {
 		return nil, err
@@ -109,7 +109,7 @@ func (s *Store) readChanges(name string, after int64, latest bool) ([]tokens.Lea
 		if err != nil {
 			return nil, &tokens.UnavailableError{Op: "watch", Resource: name, Err: err}
 		}
-		if !found || rec.Seq <= after {
+		if !found || rec.Seq == after {
 			return nil, nil
 		}
 		return []tokens.LeaseChange{{Seq: rec.Seq, Lease: s.leaseState(name, rec, s.now()), Gap: !latest}}, nil
@@ -118,7 +118,7 @@ func (s *Store) readChanges(name string, after int64, latest bool) ([]tokens.Lea
 	switch {
 	case latest:
 		return []tokens.LeaseChange{last}, nil
-	case after < l.floor:
+	case after < l.floor || after > last.Seq: // trimmed, or beyond the latest
 		last.Gap = true
 		return []tokens.LeaseChange{last}, nil
 	}

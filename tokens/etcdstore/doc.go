@@ -40,9 +40,13 @@
 // requires unchanged; renew and release check the owner of the record they
 // read, whose etcd lease is the only one they touch.
 //
-// etcd lease TTLs are whole seconds: a TTL is rounded up, and etcd raises it
-// to the cluster's minimum (1.5 election timeouts, rounded up to a second;
-// 2s with etcd's default 1s election timeout). When a new leader takes over,
+// etcd lease TTLs are whole seconds of at least the cluster's minimum (1.5
+// election timeouts, rounded up to a second; 2s with etcd's default 1s
+// election timeout): the Store refuses any other TTL (it is a
+// tokens.TTLLimiter), so that a grant's etcd lease lapses at the ExpiresAt
+// reported, not later. A lock-delay is rounded up to whole seconds. etcd
+// deletes an expired lease's keys up to about half a second late; a release
+// that finds less than a second left counts as a lapse. When a new leader takes over,
 // etcd extends every live lease to its full TTL (its checkpointed remaining
 // TTL if lease checkpointing is enabled) plus an election timeout. Both only
 // ever make a lease last longer than its TTL, never shorter: a holder that

@@ -17,7 +17,8 @@ import (
 // grant, or a release of the live grant, which marks it released) or of the
 // renewed key (a renewal). ExpiresAt is estimated as the TTL after the
 // change arrived. When etcd compacted the revisions after after, the watch
-// starts with the lease's state now, Gap set. The watch spans the keys
+// starts with the lease's state now, Gap set; so it does when after is
+// beyond the lease's latest change (see beyond). The watch spans the keys
 // from the lease's record key to its renewed key and skips the keys of
 // other leases in between.
 func (s *Store) WatchLease(ctx context.Context, name string, after int64) (<-chan tokens.LeaseChange, error) {
@@ -35,8 +36,11 @@ func (s *Store) WatchLease(ctx context.Context, name string, after int64) (<-cha
 // follow sends the changes of name after after on out, then closes it.
 func (s *Store) follow(ctx context.Context, name string, after int64, out chan<- tokens.LeaseChange) {
 	defer close(out)
+	restarted := false // ids restarted: the next change sent is a gap
 	send := func(c tokens.LeaseChange) bool {
-		if c.Seq <= after {
+		c.Gap = c.Gap || restarted
+		restarted = false
+		if c.Seq <= after && !c.Gap {
 			return true
 		}
 		select {
@@ -52,12 +56,23 @@ func (s *Store) follow(ctx context.Context, name string, after int64, out chan<-
 		return
 	}
 	from := after + 1
-	if after < 0 {
+	switch {
+	case after < 0:
 		after = 0
 		if st.found && !send(s.stateChange(ctx, name, st, false)) {
 			return
 		}
 		from = rev + 1
+	case beyond(st, after, rev):
+		from = rev + 1
+		if !st.found {
+			// No state to send: the first change is the latest, a gap.
+			after, restarted = rev, true
+			break
+		}
+		if !send(s.stateChange(ctx, name, st, true)) {
+			return
+		}
 	}
 	rec, recRev := st.rec, st.recRev
 	wch := s.cli.Watch(clientv3.WithRequireLeader(ctx), s.leaseKey(name),
@@ -82,6 +97,18 @@ func (s *Store) follow(ctx context.Context, name string, after int64, out chan<-
 			}
 		}
 	}
+}
+
+// beyond reports whether a watch resuming after after, of a lease read as
+// st at revision rev, resumes from beyond its latest change: ids restarted
+// (a restored or new cluster), so the watch must start with its state. A
+// renewal's key goes when its grant ends, so a resume from the last
+// renewal of an ended grant counts too: its state is sent again.
+func beyond(st leaseState, after, rev int64) bool {
+	if !st.found {
+		return after > rev
+	}
+	return after > max(st.recRev, st.renewedRev)
 }
 
 // readAt reads the lease's keys linearizably, with the revision read.

@@ -30,9 +30,11 @@ const cleanupTimeout = time.Second
 // from the remaining TTL of that holder's etcd lease; when it names holder
 // but its record's owner is a caller by may not act for,
 // *tokens.LeaseOwnedError; when the record's epoch, the HWM or the issued
-// epoch is already 2^63-1, *tokens.EpochExhaustedError. Otherwise it grants an
-// etcd lease of ttl rounded up to whole seconds (etcd raises it to the
-// cluster's minimum TTL if lower) and, in one transaction conditioned on
+// epoch is already 2^63-1, *tokens.EpochExhaustedError. A TTL that is not
+// whole seconds, or is below MinLeaseTTL, or that etcd raises to a higher
+// minimum, is refused with an error wrapping tokens.ErrInvalidLease: etcd
+// would keep the lease longer than the ExpiresAt reported. Otherwise it
+// grants an etcd lease of ttl and, in one transaction conditioned on
 // none of the four keys having changed since the read, writes the record
 // (naming by.Name as owner), the alive key attached to the new etcd lease, and the new epoch, one above
 // the record's epoch and the HWM, as both HWM and issued epoch. When the
@@ -56,6 +58,9 @@ const cleanupTimeout = time.Second
 func (s *Store) Acquire(ctx context.Context, name, holder string, t tokens.Terms, by tokens.Caller) (tokens.Grant, error) {
 	const op = "acquire"
 	if err := tokens.ValidateAcquire(name, holder, t, by); err != nil {
+		return tokens.Grant{}, err
+	}
+	if err := tokens.ValidateStoreTTL(s, t.TTL); err != nil {
 		return tokens.Grant{}, err
 	}
 	st, err := s.read(ctx, op, name, true)
@@ -89,6 +94,9 @@ func (s *Store) Acquire(ctx context.Context, name, holder string, t tokens.Terms
 			grantedAt = s.clock.Now()
 			if granted, etcdTTL, err = s.grant(ctx, ttlSeconds(t.TTL)); err != nil {
 				return fail(unavailable(op, name, err))
+			}
+			if err := s.checkGranted(ttlSeconds(t.TTL), etcdTTL); err != nil {
+				return fail(err)
 			}
 			if t.LockDelay > 0 {
 				if delayed, _, err = s.grant(ctx, etcdTTL+ttlSeconds(t.LockDelay)); err != nil {
@@ -311,7 +319,14 @@ func (s *Store) Renew(ctx context.Context, name, holder string, epoch int64, by 
 // revocation then fail, the grant lapses at its TTL, still clean.)
 // Releasing a grant that lapsed without a release revokes nothing: its
 // delay key keeps the lock-delay running to its end, whoever releases it
-// and however often.
+// and however often. So is a grant whose etcd lease has less than a second
+// left when the release reads it (etcd reports whole seconds, and deletes
+// an expired lease's keys up to about half a second late): it is left to
+// lapse, and its lock-delay runs.
+//
+// Acquire refuses a TTL etcd cannot keep exactly (see MinLeaseTTL and
+// LeaseTTLStep), so no grant's etcd lease outlives the ExpiresAt it
+// reported by more than the time etcd takes to delete its keys.
 func (s *Store) Release(ctx context.Context, name, holder string, epoch int64, by tokens.Caller) error {
 	const op = "release"
 	st, err := s.held(ctx, op, name, holder, epoch, by)
@@ -322,6 +337,12 @@ func (s *Store) Release(ctx context.Context, name, holder string, epoch int64, b
 		return nil // lapsed uncleanly: its etcd lease is gone, its delay lease must stay
 	}
 	if st.live() {
+		switch lapsing, err := s.lapsing(ctx, st); {
+		case err != nil:
+			return unavailable(op, name, err)
+		case lapsing:
+			return nil // too late to be clean: it lapses, its delay lease must stay
+		}
 		rec := st.rec
 		rec.Released = true
 		tr, err := s.cli.Txn(ctx).

@@ -67,7 +67,7 @@ func TestLeaseKeys(t *testing.T) {
 	mustAdvance(t, s, "lease/job", 50)
 	mustAdvance(t, s, "issued/job", 60)
 
-	g := mustAcquire(t, s, "job", "node-a", 1500*time.Millisecond)
+	g := mustAcquire(t, s, "job", "node-a", 2*time.Second)
 	if g.Epoch != 1 {
 		t.Fatalf("first grant epoch %d", g.Epoch)
 	}
@@ -90,7 +90,7 @@ func TestLeaseKeys(t *testing.T) {
 	if err := json.Unmarshal([]byte(raw), &rec); err != nil {
 		t.Fatalf("lease record %q: %v", raw, err)
 	}
-	want := fmt.Sprintf(`{"holder":"node-a","epoch":1,"ttl_ms":1500,"etcd_lease":%d,"etcd_ttl_s":2,"granted_at":%q}`, rec.EtcdLease, rec.GrantedAt)
+	want := fmt.Sprintf(`{"holder":"node-a","epoch":1,"ttl_ms":2000,"etcd_lease":%d,"etcd_ttl_s":2,"granted_at":%q}`, rec.EtcdLease, rec.GrantedAt)
 	if rec.EtcdLease == 0 || rec.GrantedAt == "" || raw != want {
 		t.Fatalf("lease record = %s, want %s with an etcd lease and a grant time", raw, want)
 	}
@@ -98,7 +98,7 @@ func TestLeaseKeys(t *testing.T) {
 	if !ok || alive != `{"holder":"node-a","epoch":1}` || aliveLease != rec.EtcdLease {
 		t.Fatalf("alive key = %q on lease %x (present %v), record names lease %x", alive, aliveLease, ok, rec.EtcdLease)
 	}
-	// 1.5s is granted as a 2s etcd lease: rounded up, never down.
+	// 2s is granted as a 2s etcd lease: exactly (other TTLs are refused).
 	ttl, err := cli.TimeToLive(timeout(t, 5*time.Second), clientv3.LeaseID(rec.EtcdLease))
 	if err != nil || ttl.GrantedTTL != 2 {
 		t.Fatalf("TimeToLive of the grant's etcd lease = %+v, %v; want granted TTL 2", ttl, err)
@@ -298,7 +298,7 @@ func TestLeaseLeaderDown(t *testing.T) {
 	s := open(t, c, "")
 	other := open(t, c, "") // another replica, its own client
 	g := mustAcquire(t, s, "job", "node-a", 30*time.Second)
-	short := mustAcquire(t, s, "short", "node-a", time.Second)
+	short := mustAcquire(t, s, "short", "node-a", s.MinLeaseTTL())
 
 	down := leader(t, c)
 	c.StopMember(down)
@@ -323,7 +323,7 @@ func TestLeaseLeaderDown(t *testing.T) {
 	mustBeStale(t, s, "job", g.Epoch, b.Epoch)
 	storetest.MustBeLost(t, s.Release(timeout(t, 10*time.Second), "job", "node-a", g.Epoch, tokens.Caller{}))
 
-	// The 1s lease lapses (a new leader extends it by up to its TTL plus an
+	// The short lease lapses (a new leader extends it by up to its TTL plus an
 	// election timeout first); node-b then takes it over.
 	deadline := time.Now().Add(20 * time.Second)
 	var takeover tokens.Grant
@@ -421,4 +421,22 @@ func TestLeaseClosed(t *testing.T) {
 	}
 	// The lease itself is untouched: another client still sees it.
 	mustHold(t, open(t, c, "/closed/"), "job", "node-a", g.Epoch)
+}
+
+// TestLeaseTTLsKeptExactly: etcd keeps lease TTLs in whole seconds, of at
+// least its minimum (2s with its default election timeout). A TTL it cannot
+// keep exactly is refused (the etcd lease would outlive the ExpiresAt
+// reported), naming the range; one it can is granted as asked.
+func TestLeaseTTLsKeptExactly(t *testing.T) {
+	s := open(t, testetcd.Start(t, 1), "ttl/")
+	if got := s.MinLeaseTTL(); got != 2*time.Second {
+		t.Fatalf("MinLeaseTTL = %s, want 2s", got)
+	}
+	for _, ttl := range []time.Duration{time.Second, 1500 * time.Millisecond, 2500 * time.Millisecond} {
+		_, err := s.Acquire(timeout(t, 10*time.Second), "l", "a", tokens.Terms{TTL: ttl}, tokens.Caller{})
+		if !errors.Is(err, tokens.ErrInvalidLease) {
+			t.Fatalf("Acquire with TTL %s = %v, want ErrInvalidLease", ttl, err)
+		}
+	}
+	mustAcquire(t, s, "l", "a", 2*time.Second)
 }

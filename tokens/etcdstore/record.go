@@ -46,8 +46,9 @@ type leaseRecord struct {
 	TTLMillis int64  `json:"ttl_ms"`
 	// EtcdLease is the ID of the etcd lease the alive key is attached to.
 	EtcdLease int64 `json:"etcd_lease"`
-	// EtcdTTL is the TTL etcd granted, in seconds: the TTL rounded up to
-	// whole seconds, raised to the cluster's minimum if below it.
+	// EtcdTTL is the TTL etcd granted, in seconds: the TTL, which is whole
+	// seconds (records written before MinLeaseTTL was enforced may hold a
+	// shorter TTL, raised here to the cluster's minimum).
 	EtcdTTL int64 `json:"etcd_ttl_s"`
 	// GrantedAt is the granting process's clock when it asked etcd for the
 	// lease (RFC 3339, UTC). It is for operators only: no decision reads it.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -29,6 +30,9 @@ type Store struct {
 	scan   reclaimCursor
 	// auditIdx: whether the audit's index is complete (see auditindex.go).
 	auditIdx auditIndexState
+	// minTTL is the cluster's minimum lease TTL in seconds, once a grant
+	// showed it above DefaultMinLeaseTTL (0 until then); see MinLeaseTTL.
+	minTTL atomic.Int64
 }
 
 var _ tokens.Store = (*Store)(nil)

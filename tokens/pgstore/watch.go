@@ -50,17 +50,21 @@ func (s *Store) WatchLease(ctx context.Context, name string, after int64) (<-cha
 	if err != nil {
 		return nil, err
 	}
-	resumed := after >= 0 // only a resumed watch may find its changes trimmed
+	// Only a resumed watch may find its changes trimmed, or resume from
+	// beyond the latest change: checked until the first change is found.
+	check := after >= 0
 	return tokens.FollowChanges(ctx, notes, after, func(ctx context.Context, after int64, latest bool) ([]tokens.LeaseChange, error) {
-		check := resumed
-		resumed = false
-		return s.readChanges(ctx, name, after, latest, check)
+		changes, err := s.readChanges(ctx, name, after, latest, check)
+		if len(changes) > 0 {
+			check = false
+		}
+		return changes, err
 	}), nil
 }
 
 // readChanges reads the changes of name after after from the event log:
 // only the latest when latest is set or (when check is set) the log no
-// longer keeps what follows after.
+// longer keeps what follows after, or after is beyond the latest change.
 func (s *Store) readChanges(ctx context.Context, name string, after int64, latest, check bool) ([]tokens.LeaseChange, error) {
 	gap := false
 	if check {
@@ -70,18 +74,22 @@ func (s *Store) readChanges(ctx context.Context, name string, after int64, lates
 		}
 		gap = after < floor-1
 	}
-	if latest || gap {
+	if latest || check {
 		c, err := scanChange(name, s.pool.QueryRow(ctx, s.wq.latest, name))
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			return nil, nil
 		case err != nil:
 			return nil, &tokens.UnavailableError{Op: "watch", Resource: name, Err: err}
-		case c.Seq <= after:
+		case c.Seq > after && (latest || gap):
+			c.Gap = gap
+			return []tokens.LeaseChange{c}, nil
+		case c.Seq < after: // beyond the latest: ids restarted
+			c.Gap = true
+			return []tokens.LeaseChange{c}, nil
+		case c.Seq == after || latest:
 			return nil, nil
 		}
-		c.Gap = gap
-		return []tokens.LeaseChange{c}, nil
 	}
 	var out []tokens.LeaseChange
 	for {

@@ -171,7 +171,7 @@ func testRenew(t *testing.T, f Factory) {
 // node-b has written anything.
 func testExpiryAndTakeover(t *testing.T, f Factory) {
 	s := f(t)
-	a := mustAcquire(t, s, "sweeper", "node-a", time.Second)
+	a := mustAcquire(t, s, "sweeper", "node-a", shortTTL(s))
 	b := acquireWhenExpired(t, s, "sweeper", "node-b", 15*time.Second)
 	if b.Epoch != a.Epoch+1 || b.Previous == nil || b.Previous.Holder != "node-a" || b.Previous.Epoch != a.Epoch {
 		t.Fatalf("takeover = %+v previous %+v", b.Lease, b.Previous)
@@ -180,7 +180,7 @@ func testExpiryAndTakeover(t *testing.T, f Factory) {
 	mustBeStale(t, s, "sweeper", a.Epoch, b.Epoch)
 	_, err := s.Renew(ctx(t), "sweeper", "node-a", a.Epoch, anon)
 	MustBeLost(t, err)
-	_, err = s.Acquire(ctx(t), "sweeper", "node-a", tokens.Terms{TTL: time.Second}, anon)
+	_, err = s.Acquire(ctx(t), "sweeper", "node-a", tokens.Terms{TTL: shortTTL(s)}, anon)
 	MustBeHeld(t, err, "node-b", b.Epoch)
 }
 
@@ -270,7 +270,7 @@ func testInvalidLeaseRequests(t *testing.T, f Factory) {
 			t.Fatalf("Acquire(%q, %q, %s) = %v, want ErrInvalidLease", c.name, c.holder, c.ttl, err)
 		}
 	}
-	if _, err := s.Acquire(ctx(t), "", "a", tokens.Terms{TTL: time.Second}, anon); !errors.Is(err, tokens.ErrInvalidResource) {
+	if _, err := s.Acquire(ctx(t), "", "a", tokens.Terms{TTL: shortTTL(s)}, anon); !errors.Is(err, tokens.ErrInvalidResource) {
 		t.Fatalf("Acquire with empty name = %v", err)
 	}
 	if _, err := s.Renew(ctx(t), "l", "a", 0, anon); !errors.Is(err, tokens.ErrInvalidLease) {
@@ -328,7 +328,7 @@ func testLeaseSurvivesRestart(t *testing.T, f Factory) {
 	if err != nil || l.Epoch != g.Epoch || l.Holder != "node-a" || !l.Held {
 		t.Fatalf("after restart: %+v, %v", l, err)
 	}
-	_, err = s2.Acquire(ctx(t), "durable-lease", "node-b", tokens.Terms{TTL: time.Second}, anon)
+	_, err = s2.Acquire(ctx(t), "durable-lease", "node-b", tokens.Terms{TTL: shortTTL(s2)}, anon)
 	MustBeHeld(t, err, "node-a", g.Epoch)
 	if _, err := s2.Renew(ctx(t), "durable-lease", "node-a", g.Epoch, anon); err != nil {
 		t.Fatalf("renew after restart: %v", err)
@@ -405,4 +405,11 @@ func testEpochExhausted(t *testing.T, f Factory) {
 		t.Fatalf("lease after refused grants = %+v, %v", l, err)
 	}
 	mustCurrent(t, s, "near", math.MaxInt64)
+}
+
+// shortTTL is the shortest lease TTL s grants (tokens.LeaseTTLRange): a
+// second on most stores, etcd's minimum on etcd.
+func shortTTL(s tokens.Store) time.Duration {
+	lo, _ := tokens.LeaseTTLRange(s)
+	return lo
 }

@@ -21,6 +21,7 @@ var lifeCases = []contractCase{
 	{"LockDelayAfterLapse", testLockDelayAfterLapse},
 	{"NoLockDelayAfterRelease", testNoLockDelayAfterRelease},
 	{"ReleaseKeepsLockDelay", testReleaseKeepsLockDelay},
+	{"ReleaseAtExpiryKeepsLockDelay", testReleaseAtExpiryKeepsLockDelay},
 	{"InvalidLockDelay", testInvalidLockDelay},
 }
 
@@ -150,7 +151,7 @@ func testReleaseFenced(t *testing.T, f Factory) {
 func testLockDelayAfterLapse(t *testing.T, f Factory) {
 	s := f(t)
 	const delay = 3 * time.Second
-	g, err := s.Acquire(ctx(t), "delayed", "node-a", tokens.Terms{TTL: time.Second, LockDelay: delay}, anon)
+	g, err := s.Acquire(ctx(t), "delayed", "node-a", tokens.Terms{TTL: shortTTL(s), LockDelay: delay}, anon)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +208,7 @@ func testNoLockDelayAfterRelease(t *testing.T, f Factory) {
 func testInvalidLockDelay(t *testing.T, f Factory) {
 	s := f(t)
 	for _, d := range []time.Duration{-time.Second, tokens.MaxLockDelay + time.Second} {
-		_, err := s.Acquire(ctx(t), "l", "node-a", tokens.Terms{TTL: time.Second, LockDelay: d}, anon)
+		_, err := s.Acquire(ctx(t), "l", "node-a", tokens.Terms{TTL: shortTTL(s), LockDelay: d}, anon)
 		if !errors.Is(err, tokens.ErrInvalidLease) {
 			t.Fatalf("Acquire with lock_delay %s = %v, want ErrInvalidLease", d, err)
 		}

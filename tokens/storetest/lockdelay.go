@@ -24,7 +24,7 @@ func testReleaseKeepsLockDelay(t *testing.T, f Factory) {
 	// keeps the grant's life in memory.
 	fence := tokens.NewFence(s, tokens.FenceOptions{})
 	old := mustAcquire(t, s, name, "node-a", 15*time.Second) // an older epoch of the same holder
-	g, err := fence.Acquire(ctx(t), name, "node-a", tokens.Terms{TTL: time.Second, LockDelay: delay}, anon)
+	g, err := fence.Acquire(ctx(t), name, "node-a", tokens.Terms{TTL: shortTTL(s), LockDelay: delay}, anon)
 	if err != nil || g.Epoch != old.Epoch+1 {
 		t.Fatalf("Acquire again with a lock-delay = %+v, %v; want epoch %d", g.Lease, err, old.Epoch+1)
 	}
@@ -67,6 +67,29 @@ func testReleaseKeepsLockDelay(t *testing.T, f Factory) {
 	if b.Epoch != g.Epoch+1 {
 		t.Fatalf("grant after the lock-delay at epoch %d, want %d", b.Epoch, g.Epoch+1)
 	}
+}
+
+// testReleaseAtExpiryKeepsLockDelay: a grant of the shortest TTL the
+// store keeps, released by its holder just after the ExpiresAt the grant
+// returned, lapsed: the release succeeds and the lock-delay runs, however
+// late the store itself notices the lapse (etcd deletes an expired lease's
+// keys up to about half a second late).
+func testReleaseAtExpiryKeepsLockDelay(t *testing.T, f Factory) {
+	s := f(t)
+	const name = "short"
+	ttl, _ := tokens.LeaseTTLRange(s)
+	g, err := s.Acquire(ctx(t), name, "node-a", tokens.Terms{TTL: ttl, LockDelay: 6 * time.Second}, anon)
+	if err != nil {
+		t.Fatalf("Acquire with the shortest TTL, %s: %v", ttl, err)
+	}
+	time.Sleep(time.Until(g.ExpiresAt) + 20*time.Millisecond)
+	if err := s.Release(ctx(t), name, "node-a", g.Epoch, anon); err != nil {
+		t.Fatalf("Release just after the expiry: %v", err)
+	}
+	// Until the store has deleted the lapsed grant it may still refuse a
+	// contender as held; then the lock-delay, never a grant.
+	markWhenLapsed(t, s, name)
+	mustBeDelayed(t, s, name, g)
 }
 
 // mustBeDelayed fails t unless an acquire of name by a contender is refused

@@ -132,7 +132,7 @@ func testAcquireOwned(t *testing.T, f Factory) {
 // over, even naming the same holder, and the old owner's renewal is lost.
 func testOwnedTakeover(t *testing.T, f Factory) {
 	s := f(t)
-	g := mustAcquireBy(t, s, "sweeper", "node-a", time.Second, keyOne)
+	g := mustAcquireBy(t, s, "sweeper", "node-a", shortTTL(s), keyOne)
 	b := acquireWhenExpiredBy(t, s, "sweeper", "node-a", 15*time.Second, keyTwo)
 	if b.Epoch != g.Epoch+1 || b.Owner != keyTwo.Name || b.Previous == nil || b.Previous.Owner != keyOne.Name {
 		t.Fatalf("takeover = %+v previous %+v", b.Lease, b.Previous)
@@ -211,5 +211,5 @@ func testInvalidCaller(t *testing.T, f Factory) {
 	if _, err := s.Lease(ctx(t), "l"); !errors.Is(err, tokens.ErrLeaseNotFound) {
 		t.Fatalf("refused requests created the lease: %v", err)
 	}
-	mustAcquireBy(t, s, "l", "a", time.Second, tokens.Caller{Name: "team a (ci)"})
+	mustAcquireBy(t, s, "l", "a", shortTTL(s), tokens.Caller{Name: "team a (ci)"})
 }

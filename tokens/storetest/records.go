@@ -29,14 +29,14 @@ func testLiveLeases(t *testing.T, f Factory) {
 	mustAcquireBy(t, s, "held-1", "a", time.Minute, k1)
 	mustAcquireBy(t, s, "held-2", "a", time.Minute, k1)
 	mustAcquireBy(t, s, "held-3", "a", time.Minute, k2)
-	if _, err := s.Acquire(ctx(t), "delayed", "a", tokens.Terms{TTL: time.Second, LockDelay: time.Minute}, anon); err != nil {
+	if _, err := s.Acquire(ctx(t), "delayed", "a", tokens.Terms{TTL: shortTTL(s), LockDelay: time.Minute}, anon); err != nil {
 		t.Fatal(err)
 	}
 	r := mustAcquireBy(t, s, "released", "a", time.Minute, k2)
 	if err := s.Release(ctx(t), "released", "a", r.Epoch, k2); err != nil {
 		t.Fatal(err)
 	}
-	mustAcquire(t, s, "lapsed", "a", time.Second)
+	mustAcquire(t, s, "lapsed", "a", shortTTL(s))
 	markWhenLapsed(t, s, "delayed")
 	markWhenLapsed(t, s, "lapsed")
 	want := tokens.LiveCount{Total: 4, ByOwner: map[string]int{"k1": 2, "k2": 1, "": 1}}
@@ -91,7 +91,7 @@ func testReclaimReleased(t *testing.T, f Factory) {
 // and once the delay is over it is.
 func testReclaimKeepsLockDelay(t *testing.T, f Factory) {
 	s := f(t)
-	g, err := s.Acquire(ctx(t), "delayed", "a", tokens.Terms{TTL: time.Second, LockDelay: 3 * time.Second}, anon)
+	g, err := s.Acquire(ctx(t), "delayed", "a", tokens.Terms{TTL: shortTTL(s), LockDelay: 3 * time.Second}, anon)
 	if err != nil {
 		t.Fatal(err)
 	}

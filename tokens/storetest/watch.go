@@ -14,6 +14,7 @@ var watchCases = []contractCase{
 	{"NotifiedOfChanges", testNotified},
 	{"WatchEveryChange", testWatchEveryChange},
 	{"WatchResumes", testWatchResumes},
+	{"WatchResumesBeyondLatest", testWatchResumesBeyondLatest},
 }
 
 // awaitNote waits for a notification on ch (bounded).
@@ -202,5 +203,30 @@ func testWatchResumes(t *testing.T, f Factory) {
 	}
 	if l := nextChange(t, latest, "the latest change"); l.Seq != seqs[2] || !l.Lease.Released || l.Lease.Held {
 		t.Fatalf("a watch from 0 started with %+v, want the release at Seq %d", l, seqs[2])
+	}
+}
+
+// testWatchResumesBeyondLatest: a watch resuming from a Seq above any the
+// store has for the lease (ids restart with a restored or new store)
+// starts with the latest change, Gap set, then sends every later change.
+func testWatchResumesBeyondLatest(t *testing.T, f Factory) {
+	s := f(t)
+	g := mustAcquire(t, s, "beyond", "node-a", 15*time.Second)
+	c, cancel := context.WithCancel(ctx(t))
+	defer cancel()
+	ch, err := s.WatchLease(c, "beyond", 1<<60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := nextChange(t, ch, "the state")
+	if !first.Gap || !first.Lease.Held || first.Lease.Epoch != g.Epoch {
+		t.Fatalf("first change of a watch from beyond the latest = %+v, want the grant, Gap set", first)
+	}
+	if _, err := s.Renew(ctx(t), "beyond", "node-a", g.Epoch, anon); err != nil {
+		t.Fatal(err)
+	}
+	renewed := nextChange(t, ch, "the renewal")
+	if renewed.Gap || !renewed.Lease.Held || renewed.Seq <= first.Seq {
+		t.Fatalf("change after the gap = %+v, want the renewal after Seq %d", renewed, first.Seq)
 	}
 }
