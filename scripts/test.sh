@@ -61,9 +61,10 @@ packages=$(go list ./...)
 total=$(echo "$packages" | wc -l)
 start=$(date +%s)
 (
+	set +e +o pipefail # head ends the listing early: not an error here
 	while sleep 25; do
-		done_n=$(grep -cE '^(ok|FAIL|\?) ' "$test_log" || true)
-		pending=$(for p in $packages; do grep -qE "^(ok|FAIL|\?) +$p([[:space:]]|$)" "$test_log" || echo "$p"; done | head -3 | sed 's|.*/fencegw/||' | paste -sd, -)
+		done_n=$(grep -cE '^(ok|FAIL|\?)[[:space:]]' "$test_log" || true)
+		pending=$(for p in $packages; do grep -qE "^(ok|FAIL|\?)[[:space:]]+$p([[:space:]]|$)" "$test_log" || echo "$p"; done | head -3 | sed 's|.*/fencegw/||' | paste -sd, -)
 		echo "[test] $(($(date +%s) - start)) s: $done_n of $total packages done; waiting on ${pending:-none}"
 	done
 ) &
