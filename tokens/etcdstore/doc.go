@@ -76,9 +76,11 @@
 // first write to a new store, or by the one-time backfill of entries of an
 // older version, which keeps its place in P + "\x00auditidx-backfill/").
 //
-// Nothing in this package deletes keys, except that revoking or letting an
-// etcd lease lapse deletes its alive key, and audit purges delete audit
-// entries. An operator who deletes or rewrites
-// a key by hand lowers or corrupts that resource's HWM or lease; the store
+// Nothing in this package deletes HWM or issued keys. Revoking or letting
+// an etcd lease lapse deletes its alive key; audit purges delete audit
+// entries and their index keys; ReclaimLeases deletes the record of a lease
+// that ended longer than the retention ago (its HWM and issued epoch stay,
+// so its next grant is still higher). An operator who deletes or rewrites a
+// key by hand lowers or corrupts that resource's HWM or lease; the store
 // cannot detect a deletion.
 package etcdstore
