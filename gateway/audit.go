@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"github.com/fencegw/fencegw/wire"
 	"log/slog"
 	"net/http"
 	"time"
@@ -15,8 +16,8 @@ type Rejection struct {
 	ID             string          `json:"id"`
 	Resource       string          `json:"resource"`
 	Decision       tokens.Decision `json:"decision"`
-	PresentedEpoch *int64          `json:"presented_epoch,omitempty"`
-	CurrentEpoch   *int64          `json:"current_epoch,omitempty"`
+	PresentedEpoch *wire.Epoch     `json:"presented_epoch,omitempty"`
+	CurrentEpoch   *wire.Epoch     `json:"current_epoch,omitempty"`
 	Holder         string          `json:"holder,omitempty"`
 	Replica        string          `json:"replica"`
 	Route          string          `json:"route"`
@@ -39,13 +40,13 @@ type Rejections struct {
 // lapse, or the renewals of one grant through one replica within one
 // interval, counted.
 type LeaseRecord struct {
-	ID      string `json:"id"`
-	Name    string `json:"name"`
-	Event   string `json:"event"`
-	Holder  string `json:"holder"`
-	Epoch   int64  `json:"epoch"`
-	Replica string `json:"replica"`
-	Count   int64  `json:"count"`
+	ID      string     `json:"id"`
+	Name    string     `json:"name"`
+	Event   string     `json:"event"`
+	Holder  string     `json:"holder"`
+	Epoch   wire.Epoch `json:"epoch"`
+	Replica string     `json:"replica"`
+	Count   int64      `json:"count"`
 	// First and Last are the times of the first and last event counted;
 	// for an expiry, when the grant lapsed.
 	First time.Time `json:"first"`
@@ -56,9 +57,9 @@ type LeaseRecord struct {
 	TTLSeconds       *float64   `json:"ttl_seconds,omitempty"`
 	LockDelaySeconds *float64   `json:"lock_delay_seconds,omitempty"`
 	// PreviousHolder and PreviousEpoch name the grant an acquire followed.
-	PreviousHolder string   `json:"previous_holder,omitempty"`
-	PreviousEpoch  *int64   `json:"previous_epoch,omitempty"`
-	TraceIDs       []string `json:"trace_ids"`
+	PreviousHolder string      `json:"previous_holder,omitempty"`
+	PreviousEpoch  *wire.Epoch `json:"previous_epoch,omitempty"`
+	TraceIDs       []string    `json:"trace_ids"`
 }
 
 // LeaseHistory is the body of GET /v1/audit/leases.
@@ -109,7 +110,7 @@ func (c *control) leaseHistory(w http.ResponseWriter, r *http.Request) {
 	}
 	out := LeaseHistory{Events: make([]LeaseRecord, 0, len(entries)), NextCursor: nextCursor(q, entries)}
 	for _, e := range entries {
-		rec := LeaseRecord{ID: e.ID, Name: e.Resource, Event: e.Kind, Holder: e.Holder, Epoch: e.Epoch,
+		rec := LeaseRecord{ID: e.ID, Name: e.Resource, Event: e.Kind, Holder: e.Holder, Epoch: wire.Epoch(e.Epoch),
 			Replica: e.Replica, Count: e.Count, First: e.First, Last: e.Last, PreviousHolder: e.PreviousHolder,
 			TraceIDs: nonNil(e.TraceIDs)}
 		if !e.ExpiresAt.IsZero() {

@@ -174,10 +174,10 @@ func NewAuditRecorder(store tokens.AuditStore, o AuditOptions) (*AuditRecorder, 
 func (a *AuditRecorder) Refused(at time.Time, rej Rejection, traceID string) {
 	var presented, current int64
 	if rej.PresentedEpoch != nil {
-		presented = *rej.PresentedEpoch
+		presented = int64(*rej.PresentedEpoch)
 	}
 	if rej.CurrentEpoch != nil {
-		current = *rej.CurrentEpoch
+		current = int64(*rej.CurrentEpoch)
 	}
 	start := at.Truncate(a.o.Interval)
 	k := auditKey{stream: tokens.AuditRefusals, start: start.UnixNano(), resource: rej.Resource, kind: string(rej.Decision),

@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"fmt"
+	"github.com/fencegw/fencegw/wire"
 	"path/filepath"
 	"testing"
 	"time"
@@ -33,7 +34,7 @@ func newRecorder(t *testing.T, o gateway.AuditOptions) (*gateway.AuditRecorder, 
 }
 
 func stale(resource string, presented int64) gateway.Rejection {
-	return gateway.Rejection{Resource: resource, Decision: tokens.DecisionStale, PresentedEpoch: &presented,
+	return gateway.Rejection{Resource: resource, Decision: tokens.DecisionStale, PresentedEpoch: wire.EpochOf(presented),
 		Route: "/w/", Status: 412}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/fencegw/fencegw/wire"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -229,8 +230,8 @@ func (c *control) readyz(w http.ResponseWriter, r *http.Request) {
 
 // FenceState is the body of GET /v1/fences/{resource}.
 type FenceState struct {
-	Resource string `json:"resource"`
-	Epoch    int64  `json:"epoch"`
+	Resource string     `json:"resource"`
+	Epoch    wire.Epoch `json:"epoch"`
 }
 
 func (c *control) getFence(w http.ResponseWriter, r *http.Request) {
@@ -241,7 +242,7 @@ func (c *control) getFence(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		var epoch int64
 		if epoch, err = c.Fence.Current(r.Context(), resource); err == nil {
-			writeJSON(w, http.StatusOK, FenceState{Resource: resource, Epoch: epoch})
+			writeJSON(w, http.StatusOK, FenceState{Resource: resource, Epoch: wire.Epoch(epoch)})
 			return
 		}
 	}

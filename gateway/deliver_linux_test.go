@@ -113,7 +113,7 @@ func TestWriteInOwnKernelAtLapseIsCut(t *testing.T) {
 			g := newGatewayWith(t, boltFresh(t)(t), &upstream{srv: up.srv},
 				gatewayOptions{transport: tr}, leaseRoutes...)
 			a := leaseOf(t, g.acquire(t, "invoice-sweeper", "node-a", 1))
-			token := map[string]string{gateway.TokenHeader: strconv.FormatInt(a.Epoch, 10)}
+			token := map[string]string{gateway.TokenHeader: strconv.FormatInt(int64(a.Epoch), 10)}
 			r := do(t, http.MethodPost, g.proxy.URL+"/raw/x", token, strings.Repeat("a", size))
 			p := r.problem(t)
 			if r.status != http.StatusPreconditionFailed || p["type"] != gateway.TypeStaleEpoch ||
@@ -152,7 +152,7 @@ func TestClientGoneMidWriteLeavesNoWholeWrite(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			req.Header.Set(gateway.TokenHeader, strconv.FormatInt(a.Epoch, 10))
+			req.Header.Set(gateway.TokenHeader, strconv.FormatInt(int64(a.Epoch), 10))
 			if resp, err := http.DefaultClient.Do(req); err == nil {
 				resp.Body.Close()
 				t.Fatalf("the write answered %d before the client went away", resp.StatusCode)

@@ -122,7 +122,7 @@ func TestLargeWriteToSlowReaderIsCutAtLapse(t *testing.T) {
 				gatewayOptions{transport: up.transportFor(), maxBody: 4 << 20}, leaseRoutes...)
 			a := leaseOf(t, g.acquire(t, "invoice-sweeper", "node-a", 2))
 
-			token := map[string]string{gateway.TokenHeader: strconv.FormatInt(a.Epoch, 10)}
+			token := map[string]string{gateway.TokenHeader: strconv.FormatInt(int64(a.Epoch), 10)}
 			r := do(t, http.MethodPost, g.proxy.URL+"/raw/x", token, strings.Repeat("a", size))
 			p := r.problem(t)
 			if r.status != http.StatusPreconditionFailed || p["type"] != gateway.TypeStaleEpoch ||
@@ -142,7 +142,7 @@ func TestLargeWriteToSlowReaderIsCutAtLapse(t *testing.T) {
 			// connection, never the one reset.
 			g.awaitLapse(t, "invoice-sweeper")
 			b := leaseOf(t, g.acquire(t, "invoice-sweeper", "node-b", 30))
-			token[gateway.TokenHeader] = strconv.FormatInt(b.Epoch, 10)
+			token[gateway.TokenHeader] = strconv.FormatInt(int64(b.Epoch), 10)
 			if r := do(t, http.MethodPost, g.proxy.URL+"/raw/x", token, "small"); r.status != http.StatusCreated {
 				t.Fatalf("the next holder's write = %d %s", r.status, r.body)
 			}
@@ -179,7 +179,7 @@ func TestLeasedWritesToFastUpstreamAreDelivered(t *testing.T) {
 			g := newGatewayWith(t, boltFresh(t)(t), &upstream{srv: up.srv},
 				gatewayOptions{transport: s.transportFor(), maxBody: 4 << 20}, append([]routeSpec{{prefix: "/free/"}}, leaseRoutes...)...)
 			a := leaseOf(t, g.acquire(t, "invoice-sweeper", "node-a", 60))
-			token := map[string]string{gateway.TokenHeader: strconv.FormatInt(a.Epoch, 10)}
+			token := map[string]string{gateway.TokenHeader: strconv.FormatInt(int64(a.Epoch), 10)}
 			for i, body := range []string{"one", "two", strings.Repeat("b", 512<<10), "four"} {
 				if r := do(t, http.MethodPost, g.proxy.URL+"/raw/x", token, body); r.status != http.StatusCreated {
 					t.Fatalf("leased write %d = %d %s", i, r.status, r.body)

@@ -81,7 +81,7 @@ func TestAuditAcrossReplicasAndRestarts(t *testing.T) {
 			}
 
 			first := leaseOf(t, a.acquire(t, "invoice-sweeper", "node-a", 2))
-			if r := bee.renewLease(t, "invoice-sweeper", "node-a", first.Epoch); r.status != http.StatusOK {
+			if r := bee.renewLease(t, "invoice-sweeper", "node-a", int64(first.Epoch)); r.status != http.StatusOK {
 				t.Fatalf("renew: %d %s", r.status, r.body)
 			}
 			a.awaitLapse(t, "invoice-sweeper")

@@ -43,7 +43,7 @@ func TestLapsedLeaseFencesWrites(t *testing.T) {
 			up := newUpstream(t)
 			g := newGatewayWith(t, b.fresh(t)(t), up, gatewayOptions{}, leaseRoutes...)
 			a := leaseOf(t, g.acquire(t, "invoice-sweeper", "node-a", 2))
-			raw := map[string]string{gateway.TokenHeader: strconv.FormatInt(a.Epoch, 10)}
+			raw := map[string]string{gateway.TokenHeader: strconv.FormatInt(int64(a.Epoch), 10)}
 			if r := g.write(t, "/bound/x", a.Token); r.status != http.StatusCreated {
 				t.Fatalf("write of the live grant = %d %s", r.status, r.body)
 			}
@@ -68,7 +68,7 @@ func TestLapsedLeaseFencesWrites(t *testing.T) {
 			}
 			// A release is fenced as well, and says so.
 			c := leaseOf(t, g.acquire(t, "invoice-sweeper", "node-c", 15))
-			if r := g.releaseLease(t, "invoice-sweeper", "node-c", c.Epoch); r.status != http.StatusNoContent {
+			if r := g.releaseLease(t, "invoice-sweeper", "node-c", int64(c.Epoch)); r.status != http.StatusNoContent {
 				t.Fatalf("release = %d %s", r.status, r.body)
 			}
 			r := g.write(t, "/bound/x", c.Token)
@@ -112,7 +112,7 @@ func TestLockDelay(t *testing.T) {
 			}
 			// A clean release skips the delay, however long.
 			c := leaseOf(t, g.leaseCall(t, "clean", "acquire", `{"holder":"node-a","ttl_seconds":15,"lock_delay_seconds":3600}`, nil))
-			if r := g.releaseLease(t, "clean", "node-a", c.Epoch); r.status != http.StatusNoContent {
+			if r := g.releaseLease(t, "clean", "node-a", int64(c.Epoch)); r.status != http.StatusNoContent {
 				t.Fatalf("release = %d %s", r.status, r.body)
 			}
 			leaseOf(t, g.acquire(t, "clean", "node-b", 15))
@@ -247,7 +247,7 @@ func TestReleaseAfterExpiryKeepsLockDelay(t *testing.T) {
 			g := newGatewayWith(t, b.fresh(t)(t), newUpstream(t), gatewayOptions{}, leaseRoutes...)
 			a := leaseOf(t, g.leaseCall(t, "job", "acquire", fmt.Sprintf(`{"holder":"node-a","ttl_seconds":%d,"lock_delay_seconds":6}`, b.shortTTL()), nil))
 			time.Sleep(time.Until(a.ExpiresAt) + 20*time.Millisecond)
-			if r := g.releaseLease(t, "job", "node-a", a.Epoch); r.status != http.StatusNoContent {
+			if r := g.releaseLease(t, "job", "node-a", int64(a.Epoch)); r.status != http.StatusNoContent {
 				t.Fatalf("release after the expiry = %d %s", r.status, r.body)
 			}
 			g.awaitLapse(t, "job")

@@ -95,10 +95,10 @@ func logRefusal(log *slog.Logger, r *http.Request, a Admission, p *Problem) {
 		attrs = append(attrs, slog.String("resource", p.Resource))
 	}
 	if p.PresentedEpoch != nil {
-		attrs = append(attrs, slog.Int64("presented_epoch", *p.PresentedEpoch))
+		attrs = append(attrs, slog.Int64("presented_epoch", int64(*p.PresentedEpoch)))
 	}
 	if p.CurrentEpoch != nil {
-		attrs = append(attrs, slog.Int64("current_epoch", *p.CurrentEpoch))
+		attrs = append(attrs, slog.Int64("current_epoch", int64(*p.CurrentEpoch)))
 	}
 	if a.Holder != "" {
 		attrs = append(attrs, slog.String("holder", a.Holder))

@@ -478,5 +478,5 @@ func (g *gw) fenceEpochWith(t *testing.T, header map[string]string, resource str
 	if err := json.Unmarshal(a.body, &st); err != nil {
 		t.Fatal(err)
 	}
-	return st.Epoch
+	return int64(st.Epoch)
 }

@@ -82,7 +82,7 @@ func TestIdempotencyAcrossReplicasAndEpochs(t *testing.T) {
 				t.Fatalf("the upstream got the key %d times, want once (and the header with it)", n)
 			}
 			// node-a dies after sending; node-b takes over and repeats the work.
-			if r := g1.releaseLease(t, "invoice-sweeper", "node-a", a.Epoch); r.status != http.StatusNoContent {
+			if r := g1.releaseLease(t, "invoice-sweeper", "node-a", int64(a.Epoch)); r.status != http.StatusNoContent {
 				t.Fatalf("release = %d", r.status)
 			}
 			bl := leaseOf(t, g2.acquire(t, "invoice-sweeper", "node-b", 15))
@@ -105,7 +105,7 @@ func TestIdempotencyAcrossReplicasAndEpochs(t *testing.T) {
 			if p := r.problem(t); r.status != http.StatusUnprocessableEntity || p["type"] != gateway.TypeIdemKeyReused {
 				t.Fatalf("key reused for another body = %d %v", r.status, p)
 			}
-			epoch := strconv.FormatInt(bl.Epoch, 10)
+			epoch := strconv.FormatInt(int64(bl.Epoch), 10)
 			if r := keyed(t, g1, "/raw/send", epoch, "invoice-1001", "send invoice 1001"); r.status != http.StatusUnprocessableEntity {
 				t.Fatalf("the key on another path of the resource = %d %s, want 422 (the path is part of the request)", r.status, r.body)
 			}

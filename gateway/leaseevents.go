@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"github.com/fencegw/fencegw/wire"
 	"time"
 
 	"github.com/fencegw/fencegw/tokens"
@@ -116,6 +117,6 @@ func later(t, now time.Time) time.Time {
 
 // event is the event kind of lease l, with id.
 func event(kind string, l tokens.Lease, id eventID) LeaseEvent {
-	return LeaseEvent{Event: kind, Name: l.Name, Holder: l.Holder, Epoch: l.Epoch, ExpiresAt: l.ExpiresAt.UTC(),
+	return LeaseEvent{Event: kind, Name: l.Name, Holder: l.Holder, Epoch: wire.Epoch(l.Epoch), ExpiresAt: l.ExpiresAt.UTC(),
 		At: time.Now().UTC(), id: id}
 }

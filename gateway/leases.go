@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/fencegw/fencegw/wire"
 	"io"
 	"log/slog"
 	"net/http"
@@ -26,11 +27,11 @@ type TokenIssuer interface {
 // acquire and renew answers carry a token, and only to a caller that may
 // use the grant.
 type LeaseState struct {
-	Name       string    `json:"name"`
-	Holder     string    `json:"holder"`
-	Epoch      int64     `json:"epoch"`
-	ExpiresAt  time.Time `json:"expires_at"`
-	TTLSeconds float64   `json:"ttl_seconds"`
+	Name       string     `json:"name"`
+	Holder     string     `json:"holder"`
+	Epoch      wire.Epoch `json:"epoch"`
+	ExpiresAt  time.Time  `json:"expires_at"`
+	TTLSeconds float64    `json:"ttl_seconds"`
 	// LockDelaySeconds is the grant's lock-delay; absent when none.
 	LockDelaySeconds float64 `json:"lock_delay_seconds,omitempty"`
 	Held             bool    `json:"held"`
@@ -70,8 +71,8 @@ func (c *control) acquireTerms(req acquireRequest) (tokens.Terms, string) {
 }
 
 type holderRequest struct {
-	Holder *string `json:"holder"`
-	Epoch  *int64  `json:"epoch"`
+	Holder *string     `json:"holder"`
+	Epoch  *wire.Epoch `json:"epoch"`
 }
 
 // maxLeaseBody caps lease request bodies.
@@ -230,7 +231,7 @@ func (c *control) holderEpoch(w http.ResponseWriter, r *http.Request) (string, s
 		badRequest(w, r, "the body needs \"holder\" and \"epoch\"")
 		return "", "", 0, false
 	}
-	return name, *req.Holder, *req.Epoch, true
+	return name, *req.Holder, int64(*req.Epoch), true
 }
 
 // writeLease answers with a lease and a fresh token for its epoch.
@@ -249,7 +250,7 @@ func (c *control) writeLease(w http.ResponseWriter, r *http.Request, l tokens.Le
 }
 
 func leaseState(l tokens.Lease) LeaseState {
-	return LeaseState{Name: l.Name, Holder: l.Holder, Epoch: l.Epoch, ExpiresAt: l.ExpiresAt.UTC(),
+	return LeaseState{Name: l.Name, Holder: l.Holder, Epoch: wire.Epoch(l.Epoch), ExpiresAt: l.ExpiresAt.UTC(),
 		TTLSeconds: l.TTL.Seconds(), LockDelaySeconds: l.LockDelay.Seconds(), Held: l.Held, Owner: l.Owner}
 }
 

@@ -94,7 +94,7 @@ func TestLeaseLifecycle(t *testing.T) {
 			}
 			// Renew keeps the epoch; a retried renew is as good.
 			for i := 0; i < 2; i++ {
-				rn := leaseOf(t, g.renewLease(t, "invoice-sweeper", "node-a", a.Epoch))
+				rn := leaseOf(t, g.renewLease(t, "invoice-sweeper", "node-a", int64(a.Epoch)))
 				if rn.Epoch != a.Epoch || rn.Token == "" {
 					t.Fatalf("renew %d = %+v", i, rn)
 				}
@@ -127,13 +127,13 @@ func TestLeaseLifecycle(t *testing.T) {
 					t.Fatalf("412 problem = %v", pr)
 				}
 			}
-			if r := g.write(t, "/raw/x", strconv.FormatInt(a.Epoch, 10)); r.status != http.StatusPreconditionFailed {
+			if r := g.write(t, "/raw/x", strconv.FormatInt(int64(a.Epoch), 10)); r.status != http.StatusPreconditionFailed {
 				t.Fatalf("old raw epoch after takeover = %d", r.status)
 			}
 			if len(up.requests()) != before {
 				t.Fatal("a fenced write reached the upstream")
 			}
-			if r := g.renewLease(t, "invoice-sweeper", "node-a", a.Epoch); r.status != http.StatusConflict ||
+			if r := g.renewLease(t, "invoice-sweeper", "node-a", int64(a.Epoch)); r.status != http.StatusConflict ||
 				r.problem(t)["type"] != gateway.TypeLeaseLost {
 				t.Fatalf("old holder's renew = %d %s", r.status, r.body)
 			}
@@ -142,15 +142,15 @@ func TestLeaseLifecycle(t *testing.T) {
 			}
 			// Release, retried release, re-acquire: the epoch rises and the fence follows.
 			for i := 0; i < 2; i++ {
-				if r := g.releaseLease(t, "invoice-sweeper", "node-b", b2.Epoch); r.status != http.StatusNoContent {
+				if r := g.releaseLease(t, "invoice-sweeper", "node-b", int64(b2.Epoch)); r.status != http.StatusNoContent {
 					t.Fatalf("release %d = %d %s", i, r.status, r.body)
 				}
 			}
-			if r := g.releaseLease(t, "invoice-sweeper", "node-a", a.Epoch); r.status != http.StatusConflict {
+			if r := g.releaseLease(t, "invoice-sweeper", "node-a", int64(a.Epoch)); r.status != http.StatusConflict {
 				t.Fatalf("release by a former holder = %d", r.status)
 			}
 			c := leaseOf(t, g.acquire(t, "invoice-sweeper", "node-c", 15))
-			if c.Epoch != b2.Epoch+1 || g.fenceEpoch(t, "invoice-sweeper") != c.Epoch {
+			if int64(c.Epoch) != int64(b2.Epoch)+1 || g.fenceEpoch(t, "invoice-sweeper") != int64(c.Epoch) {
 				t.Fatalf("re-acquire = epoch %d, fence %d", c.Epoch, g.fenceEpoch(t, "invoice-sweeper"))
 			}
 			if r := g.write(t, "/signed/x", b2.Token); r.status != http.StatusPreconditionFailed {
@@ -174,7 +174,7 @@ func TestLeaseBadBodies(t *testing.T) {
 			`{"holder":"a","ttl_seconds":0}`, `{"holder":"a","ttl_seconds":-1}`, `{"holder":"a","ttl_seconds":"5"}`,
 			`{"holder":"a","ttl_seconds":5,"extra":1}`, `{"holder":"a","ttl_seconds":5} {}`, `[1]`,
 			`{"holder":"a\nb","ttl_seconds":5}`, `{"holder":"a","ttl_seconds":1e9}`},
-		"renew":   {``, `{}`, `{"holder":"a"}`, `{"epoch":1}`, `{"holder":"a","epoch":0}`, `{"holder":"a","epoch":1.5}`, `{"holder":"a","epoch":"1"}`},
+		"renew":   {``, `{}`, `{"holder":"a"}`, `{"epoch":1}`, `{"holder":"a","epoch":0}`, `{"holder":"a","epoch":1.5}`, `{"holder":"a","epoch":"1.0"}`, `{"holder":"a","epoch":"0x1"}`},
 		"release": {`{"holder":"","epoch":1}`, `{"holder":"a","epoch":-1}`, `nope`},
 	} {
 		for _, body := range bodies {
@@ -246,13 +246,13 @@ func TestSignedTokenChecks(t *testing.T) {
 		"alg none":           {"/signed/x", noneHeader + "." + parts[1] + ".", 401},
 		"alg HS256 confusion": {"/signed/x", hsHeader + "." + parts[1] + "." +
 			base64.RawURLEncoding.EncodeToString(hmacSHA256(pub, hsHeader+"."+parts[1])), 401},
-		"raw integer on a signed route":    {"/signed/x", strconv.FormatInt(a.Epoch, 10), 401},
+		"raw integer on a signed route":    {"/signed/x", strconv.FormatInt(int64(a.Epoch), 10), 401},
 		"garbage":                          {"/signed/x", "abc", 401},
 		"another lease's token, bound":     {"/bound/x", other.Token, 403},
 		"valid token, bound":               {"/bound/x", a.Token, 201},
 		"another lease's token, unbound":   {"/signed/x", other.Token, 201},
-		"raw epoch above issued (raw)":     {"/raw/x", strconv.FormatInt(a.Epoch+1, 10), 403},
-		"raw epoch at issued (raw)":        {"/raw/x", strconv.FormatInt(a.Epoch, 10), 201},
+		"raw epoch above issued (raw)":     {"/raw/x", strconv.FormatInt(int64(a.Epoch)+1, 10), 403},
+		"raw epoch at issued (raw)":        {"/raw/x", strconv.FormatInt(int64(a.Epoch), 10), 201},
 		"raw epoch above issued (any)":     {"/any/x", "9223372036854775807", 403},
 		"signed token on any route":        {"/any/x", a.Token, 201},
 		"token for another resource (any)": {"/any/x", other.Token, 403},
@@ -273,7 +273,7 @@ func TestSignedTokenChecks(t *testing.T) {
 		}
 	}
 	// An epoch above the issued one never raised the fence.
-	if e := g.fenceEpoch(t, "invoice-sweeper"); e != a.Epoch {
+	if e := g.fenceEpoch(t, "invoice-sweeper"); e != int64(a.Epoch) {
 		t.Fatalf("fence = %d after refused epochs, want %d", e, a.Epoch)
 	}
 }

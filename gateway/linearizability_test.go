@@ -144,7 +144,7 @@ func readFence(c *http.Client, g *gw, res string) (int64, bool) {
 	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&st) != nil {
 		return 0, false
 	}
-	return st.Epoch, true
+	return int64(st.Epoch), true
 }
 
 // recordingUpstream records the epoch each operation reached it with.

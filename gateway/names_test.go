@@ -88,7 +88,7 @@ func TestLookAlikeNamesRefusedByTheControlAPI(t *testing.T) {
 	if l.Name != validUnicodeName || l.Holder != validUnicodeName || l.Epoch != 1 {
 		t.Fatalf("valid non-ASCII lease: %+v", l)
 	}
-	if a := g.renewLease(t, url.PathEscape(validUnicodeName), validUnicodeName, l.Epoch); a.status != http.StatusOK {
+	if a := g.renewLease(t, url.PathEscape(validUnicodeName), validUnicodeName, int64(l.Epoch)); a.status != http.StatusOK {
 		t.Fatalf("renew of the valid non-ASCII lease: %d %s", a.status, a.body)
 	}
 	a := do(t, http.MethodGet, g.api.URL+"/v1/audit/leases?"+url.Values{"name": {validUnicodeName}}.Encode(), nil, "")

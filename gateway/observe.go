@@ -148,7 +148,7 @@ func decisionAttrs(rt *policy.Route, a Admission, p *Problem, d tokens.Decision)
 		attrs = append(attrs, AttrEpochPresented.Int64(a.Epoch))
 	}
 	if p != nil && p.CurrentEpoch != nil {
-		attrs = append(attrs, AttrEpochCurrent.Int64(*p.CurrentEpoch))
+		attrs = append(attrs, AttrEpochCurrent.Int64(int64(*p.CurrentEpoch)))
 	} else if p == nil && a.Epoch > 0 {
 		attrs = append(attrs, AttrEpochCurrent.Int64(a.Epoch))
 	}

@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"fmt"
+	"github.com/fencegw/fencegw/wire"
 	"net/http"
 	"reflect"
 	"slices"
@@ -232,5 +233,31 @@ func TestBodiesMatchSpec(t *testing.T) {
 		if !slices.Equal(always, required) {
 			t.Errorf("%T always sends %v; schema %s requires %v", v, always, schema, required)
 		}
+		for _, name := range epochFields(reflect.TypeOf(v)) {
+			if p := s.Value.Properties[name]; p == nil || p.Ref != "#/components/schemas/Epoch" {
+				t.Errorf("%T sends %s as a wire.Epoch (a decimal string); schema %s does not say $ref Epoch", v, name, schema)
+			}
+		}
 	}
+	epoch := doc.Components.Schemas["Epoch"]
+	if epoch == nil || !epoch.Value.Type.Is("string") || epoch.Value.Format != "uint64" {
+		t.Errorf("schema Epoch is not type: string, format: uint64")
+	}
+}
+
+// epochFields returns the JSON names of a struct's wire.Epoch fields.
+func epochFields(typ reflect.Type) []string {
+	var names []string
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		ft := f.Type
+		if ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		if ft == reflect.TypeFor[wire.Epoch]() {
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			names = append(names, name)
+		}
+	}
+	return names
 }

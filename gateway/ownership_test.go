@@ -80,37 +80,37 @@ func TestLeaseOwnership(t *testing.T) {
 				t.Fatalf("GET by key two = %+v", got)
 			}
 			// Knowing the epoch does not make key two the holder.
-			owned(t, g2.keyCall(t, "secret-two", name, "renew", held(one.Epoch)), "key-one")
-			owned(t, g2.keyCall(t, "secret-two", name, "release", held(one.Epoch)), "key-one")
+			owned(t, g2.keyCall(t, "secret-two", name, "renew", held(int64(one.Epoch))), "key-one")
+			owned(t, g2.keyCall(t, "secret-two", name, "release", held(int64(one.Epoch))), "key-one")
 			owned(t, g2.keyCall(t, "secret-two", name, "acquire", acquire("node-a")), "key-one")
 			if a := g2.keyCall(t, "secret-two", name, "acquire", acquire("node-b")); a.status != http.StatusConflict ||
 				a.problem(t)["type"] != gateway.TypeLeaseHeld {
 				t.Fatalf("key two's acquire for another holder = %d %s, want 409 lease-held", a.status, a.body)
 			}
-			if a := g2.keyCall(t, "secret-two", name, "renew", held(one.Epoch+1)); a.status != http.StatusConflict ||
+			if a := g2.keyCall(t, "secret-two", name, "renew", held(int64(one.Epoch)+1)); a.status != http.StatusConflict ||
 				a.problem(t)["type"] != gateway.TypeLeaseLost {
 				t.Fatalf("key two's renew of another epoch = %d %s, want 409 lease-lost", a.status, a.body)
 			}
 			// Key one, on either replica, renews as often as it likes.
 			for _, g := range []*gw{g2, g1, g2} {
-				rn := leaseOf(t, g.keyCall(t, "secret-one", name, "renew", held(one.Epoch)))
+				rn := leaseOf(t, g.keyCall(t, "secret-one", name, "renew", held(int64(one.Epoch))))
 				if rn.Epoch != one.Epoch || rn.Owner != "key-one" || rn.Token == "" {
 					t.Fatalf("key one's renew = %+v", rn)
 				}
 			}
-			if e := g2.fenceEpochWith(t, bearer("secret-ops"), name); e != one.Epoch {
+			if e := g2.fenceEpochWith(t, bearer("secret-ops"), name); e != int64(one.Epoch) {
 				t.Fatalf("fence = %d after refused calls, want %d", e, one.Epoch)
 			}
 			// An admin renews without taking the grant, and may re-grant it.
-			if rn := leaseOf(t, g2.keyCall(t, "secret-ops", name, "renew", held(one.Epoch))); rn.Owner != "key-one" {
+			if rn := leaseOf(t, g2.keyCall(t, "secret-ops", name, "renew", held(int64(one.Epoch)))); rn.Owner != "key-one" {
 				t.Fatalf("admin's renew = %+v, want the owner kept", rn)
 			}
 			ops := leaseOf(t, g2.keyCall(t, "secret-ops", name, "acquire", acquire("node-a")))
 			if ops.Epoch != one.Epoch+1 || ops.Owner != "ops" {
 				t.Fatalf("admin's re-acquire = %+v", ops)
 			}
-			owned(t, g1.keyCall(t, "secret-one", name, "renew", held(ops.Epoch)), "ops")
-			if a := g1.keyCall(t, "secret-ops", name, "release", held(ops.Epoch)); a.status != http.StatusNoContent {
+			owned(t, g1.keyCall(t, "secret-one", name, "renew", held(int64(ops.Epoch))), "ops")
+			if a := g1.keyCall(t, "secret-ops", name, "release", held(int64(ops.Epoch))); a.status != http.StatusNoContent {
 				t.Fatalf("admin's release = %d %s", a.status, a.body)
 			}
 			// A free lease is a takeover for any allowed key, same holder or not.
@@ -121,7 +121,7 @@ func TestLeaseOwnership(t *testing.T) {
 			if got := leaseOf(t, do(t, "GET", g1.api.URL+"/v1/leases/"+name, bearer("secret-one"), "")); got.Owner != "key-two" {
 				t.Fatalf("GET after the takeover = %+v", got)
 			}
-			owned(t, g1.keyCall(t, "secret-one", name, "renew", held(two.Epoch)), "key-two")
+			owned(t, g1.keyCall(t, "secret-one", name, "renew", held(int64(two.Epoch))), "key-two")
 		})
 	}
 }
@@ -138,10 +138,10 @@ func TestLeaseWithoutKeysHasNoOwner(t *testing.T) {
 	if l2 := leaseOf(t, g.acquire(t, "invoice-sweeper", "node-a", 30)); l2.Epoch != l.Epoch+1 {
 		t.Fatalf("re-acquire = %+v", l2)
 	}
-	if r := g.renewLease(t, "invoice-sweeper", "node-a", l.Epoch+1); r.status != http.StatusOK {
+	if r := g.renewLease(t, "invoice-sweeper", "node-a", int64(l.Epoch)+1); r.status != http.StatusOK {
 		t.Fatalf("renew = %d %s", r.status, r.body)
 	}
-	if r := g.releaseLease(t, "invoice-sweeper", "node-a", l.Epoch+1); r.status != http.StatusNoContent {
+	if r := g.releaseLease(t, "invoice-sweeper", "node-a", int64(l.Epoch)+1); r.status != http.StatusNoContent {
 		t.Fatalf("release = %d %s", r.status, r.body)
 	}
 }

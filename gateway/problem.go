@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"github.com/fencegw/fencegw/wire"
 	"net/http"
 	"strconv"
 	"sync"
@@ -20,10 +21,10 @@ type Problem struct {
 	Detail   string `json:"detail,omitempty"`
 	Instance string `json:"instance,omitempty"`
 
-	Route          string `json:"route,omitempty"`
-	Resource       string `json:"resource,omitempty"`
-	PresentedEpoch *int64 `json:"presented_epoch,omitempty"`
-	CurrentEpoch   *int64 `json:"current_epoch,omitempty"`
+	Route          string      `json:"route,omitempty"`
+	Resource       string      `json:"resource,omitempty"`
+	PresentedEpoch *wire.Epoch `json:"presented_epoch,omitempty"`
+	CurrentEpoch   *wire.Epoch `json:"current_epoch,omitempty"`
 
 	// TraceID names the trace of the request that got this answer.
 	TraceID string `json:"trace_id,omitempty"`
@@ -50,7 +51,7 @@ func (p *Problem) Decision() tokens.Decision { return p.kind.Decision }
 // ProblemContentType is the media type of problem documents.
 const ProblemContentType = "application/problem+json"
 
-func epochPtr(e int64) *int64 { return &e }
+func epochPtr(e int64) *wire.Epoch { return wire.EpochOf(e) }
 
 // writeError answers r with the problem err stands for (see problemOf).
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
@@ -109,10 +110,10 @@ func (p *Problem) appendJSON(b []byte) []byte {
 	b = appendMember(b, "route", p.Route)
 	b = appendMember(b, "resource", p.Resource)
 	if p.PresentedEpoch != nil {
-		b = strconv.AppendInt(append(b, `,"presented_epoch":`...), *p.PresentedEpoch, 10)
+		b = append(strconv.AppendInt(append(b, `,"presented_epoch":"`...), int64(*p.PresentedEpoch), 10), '"')
 	}
 	if p.CurrentEpoch != nil {
-		b = strconv.AppendInt(append(b, `,"current_epoch":`...), *p.CurrentEpoch, 10)
+		b = append(strconv.AppendInt(append(b, `,"current_epoch":"`...), int64(*p.CurrentEpoch), 10), '"')
 	}
 	b = appendMember(b, "trace_id", p.TraceID)
 	b = appendMember(b, "lease", p.Lease)

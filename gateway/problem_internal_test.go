@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/fencegw/fencegw/wire"
 	"testing"
 	"time"
 )
@@ -16,11 +17,11 @@ func FuzzProblemJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, title, detail, route, resource, holder string, presented, current, unixNano int64) {
 		p := Problem{Type: TypeStaleEpoch, Title: title, Status: 412, Detail: detail, Route: route,
 			Resource: resource, Holder: holder, Lease: resource, Owner: holder, TraceID: route, Instance: detail}
-		if presented != 0 {
-			p.PresentedEpoch = &presented
+		if presented > 0 { // epochs are never negative
+			p.PresentedEpoch = wire.EpochOf(presented)
 		}
-		if current != 0 {
-			p.CurrentEpoch = &current
+		if current > 0 {
+			p.CurrentEpoch = wire.EpochOf(current)
 		}
 		if unixNano != 0 {
 			at := time.Unix(0, unixNano).UTC()

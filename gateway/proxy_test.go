@@ -78,8 +78,8 @@ func TestFenceNameDecodedOnce(t *testing.T) {
 			t.Fatalf("write %q = %d", name, a.status)
 		}
 	}
-	for path, want := range map[string]string{"a%2541": `"resource":"a%41","epoch":7`, "aA": `"epoch":3`,
-		"100%25": `"resource":"100%","epoch":4`, "x%2Fy": `"resource":"x/y","epoch":5`} {
+	for path, want := range map[string]string{"a%2541": `"resource":"a%41","epoch":"7"`, "aA": `"epoch":"3"`,
+		"100%25": `"resource":"100%","epoch":"4"`, "x%2Fy": `"resource":"x/y","epoch":"5"`} {
 		a := do(t, "GET", g.api.URL+"/v1/fences/"+path, nil, "")
 		if a.status != http.StatusOK || !strings.Contains(string(a.body), want) {
 			t.Errorf("GET /v1/fences/%s = %d %s, want %s", path, a.status, a.body, want)

@@ -26,7 +26,7 @@ func TestSupersededRawWriteTellsNoEpoch(t *testing.T) {
 		writeDrainError(w, r, a, &tokens.StaleEpochError{Resource: "r", Presented: 5, Current: 6}, mustObserver())
 		body := w.Body.String()
 		if w.Code != http.StatusPreconditionFailed || !strings.Contains(body, TypeSuperseded) ||
-			strings.Contains(body, `"current_epoch":6`) != c.want {
+			strings.Contains(body, `"current_epoch":"6"`) != c.want {
 			t.Errorf("%s route, holder %q: %d %s", c.mode, c.holder, w.Code, body)
 		}
 	}

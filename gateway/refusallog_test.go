@@ -110,7 +110,7 @@ func TestRefusalStormLogsAFewLines(t *testing.T) {
 	}
 	counts := map[int64]int64{}
 	for _, r := range list.Rejections {
-		counts[*r.PresentedEpoch] += r.Count
+		counts[int64(*r.PresentedEpoch)] += r.Count
 	}
 	if counts[4] != 1000 || counts[3] != 1 {
 		t.Fatalf("audit counts by presented epoch: %v, want 1000 of epoch 4 and 1 of epoch 3 (%+v)", counts, list.Rejections)

@@ -421,10 +421,10 @@ func TestSpecCheckerCatchesViolations(t *testing.T) {
 		}
 	}
 	const (
-		lease     = `{"name":"a","holder":"h","epoch":1,"expires_at":"2026-01-01T00:00:00Z","ttl_seconds":5,"held":true}`
-		stale     = `{"type":"urn:fencegw:problem:stale-epoch","title":"t","status":412,"route":"/r/","resource":"r","presented_epoch":1,"current_epoch":2}`
-		held      = `{"type":"urn:fencegw:problem:lease-held","title":"t","status":409,"lease":"a","holder":"b","expires_at":"2026-01-01T00:00:00Z","current_epoch":3}`
-		exhausted = `{"type":"urn:fencegw:problem:epoch-exhausted","title":"t","status":409,"lease":"a","current_epoch":9223372036854775807}`
+		lease     = `{"name":"a","holder":"h","epoch":"1","expires_at":"2026-01-01T00:00:00Z","ttl_seconds":5,"held":true}`
+		stale     = `{"type":"urn:fencegw:problem:stale-epoch","title":"t","status":412,"route":"/r/","resource":"r","presented_epoch":"1","current_epoch":"2"}`
+		held      = `{"type":"urn:fencegw:problem:lease-held","title":"t","status":409,"lease":"a","holder":"b","expires_at":"2026-01-01T00:00:00Z","current_epoch":"3"}`
+		exhausted = `{"type":"urn:fencegw:problem:epoch-exhausted","title":"t","status":409,"lease":"a","current_epoch":"9223372036854775807"}`
 		owned     = `{"type":"urn:fencegw:problem:lease-owned","title":"t","status":403,"lease":"a","owner":"key-one"}`
 	)
 	cases := []struct {
@@ -435,7 +435,7 @@ func TestSpecCheckerCatchesViolations(t *testing.T) {
 		body          string
 		wantViolation string // "" for none
 	}{
-		{"right fence answer", false, answer(200, "application/json", `{"resource":"x","epoch":3}`), "GET", "/v1/fences/x", "", ""},
+		{"right fence answer", false, answer(200, "application/json", `{"resource":"x","epoch":"3"}`), "GET", "/v1/fences/x", "", ""},
 		{"fence answer without epoch", false, answer(200, "application/json", `{"resource":"x"}`), "GET", "/v1/fences/x", "", "response body doesn't match"},
 		{"fence answer as text", false, answer(200, "text/plain", `3`), "GET", "/v1/fences/x", "", "Content-Type"},
 		{"undocumented status", false, problem(418, `{"type":"urn:fencegw:problem:internal","title":"t","status":418}`), "GET", "/v1/fences/x", "", "status is not supported"},
@@ -457,9 +457,9 @@ func TestSpecCheckerCatchesViolations(t *testing.T) {
 		{"wrong method answered 404", false, problem(404, `{"type":"urn:fencegw:problem:not-found","title":"t","status":404}`), "DELETE", "/healthz", "", "MethodNotAllowed"},
 		{"wrong method answered 405", false, problem(405, `{"type":"urn:fencegw:problem:method-not-allowed","title":"t","status":405}`), "DELETE", "/healthz", "", ""},
 		{"proxy: right 412", true, problem(412, stale), "POST", "/r/x", "", ""},
-		{"proxy: 412 without current_epoch (a raw epoch's)", true, problem(412, strings.Replace(stale, `,"current_epoch":2`, "", 1)), "POST", "/r/x", "", ""},
-		{"proxy: 412 without presented_epoch", true, problem(412, strings.Replace(stale, `,"presented_epoch":1`, "", 1)), "POST", "/r/x", "", "response body doesn't match"},
-		{"proxy: 503 without Retry-After", true, problem(503, `{"type":"urn:fencegw:problem:store-unavailable","title":"t","status":503,"route":"/r/","resource":"r","presented_epoch":1}`), "POST", "/r/x", "", "Retry-After"},
+		{"proxy: 412 without current_epoch (a raw epoch's)", true, problem(412, strings.Replace(stale, `,"current_epoch":"2"`, "", 1)), "POST", "/r/x", "", ""},
+		{"proxy: 412 without presented_epoch", true, problem(412, strings.Replace(stale, `,"presented_epoch":"1"`, "", 1)), "POST", "/r/x", "", "response body doesn't match"},
+		{"proxy: 503 without Retry-After", true, problem(503, `{"type":"urn:fencegw:problem:store-unavailable","title":"t","status":503,"route":"/r/","resource":"r","presented_epoch":"1"}`), "POST", "/r/x", "", "Retry-After"},
 		{"proxy: undocumented problem status", true, problem(410, strings.Replace(held, "409", "410", 1)), "POST", "/r/x", "", "lists no 410 answer"},
 		{"proxy: custom method is post", true, problem(412, stale), "PURGE", "/r/x", "", ""},
 		{"proxy: HEAD problem", true, problem(404, `{"type":"urn:fencegw:problem:no-route","title":"t","status":400}`), "HEAD", "/r/x", "", "response body doesn't match"},

@@ -122,11 +122,11 @@ func TestDecisionsOnSpans(t *testing.T) {
 		{"admitted", "/signed/x", lease.Token, 201, "admitted", map[attribute.Key]any{
 			"fencing.resource": "invoice-sweeper", "fencing.epoch.presented": lease.Epoch, "fencing.epoch.current": lease.Epoch,
 			"fencing.holder": "node-a", "fencing.route": "/signed/"}},
-		{"stale", "/raw/x", strconv.FormatInt(lease.Epoch-1, 10), 412, "stale", map[attribute.Key]any{
+		{"stale", "/raw/x", strconv.FormatInt(int64(lease.Epoch)-1, 10), 412, "stale", map[attribute.Key]any{
 			"fencing.resource": "invoice-sweeper", "fencing.epoch.presented": lease.Epoch - 1, "fencing.epoch.current": lease.Epoch}},
 		{"missing", "/raw/x", "", 428, "missing", map[attribute.Key]any{"fencing.route": "/raw/"}},
 		{"invalid", "/raw/x", "abc", 400, "invalid", nil},
-		{"forbidden, never issued", "/raw/x", strconv.FormatInt(lease.Epoch+5, 10), 403, "forbidden",
+		{"forbidden, never issued", "/raw/x", strconv.FormatInt(int64(lease.Epoch)+5, 10), 403, "forbidden",
 			map[attribute.Key]any{"fencing.epoch.presented": lease.Epoch + 5, "fencing.epoch.current": lease.Epoch}},
 		{"forbidden, other resource", "/bound/x", other.Token, 403, "forbidden", map[attribute.Key]any{"fencing.holder": "node-x"}},
 		{"forged", "/signed/x", forged, 401, "forged", nil},
@@ -240,9 +240,9 @@ func TestLeaseEventsOnSpans(t *testing.T) {
 	o := newObserved(t)
 	g := newGatewayWith(t, boltFresh(t)(t), newUpstream(t), gatewayOptions{observed: o}, leaseRoutes...)
 	a := leaseOf(t, g.acquire(t, "jobs", "node-a", 1))
-	g.releaseLease(t, "jobs", "node-a", a.Epoch)
+	g.releaseLease(t, "jobs", "node-a", int64(a.Epoch))
 	b := leaseOf(t, g.acquire(t, "jobs", "node-b", 15))
-	g.renewLease(t, "jobs", "node-a", a.Epoch)
+	g.renewLease(t, "jobs", "node-a", int64(a.Epoch))
 	// Server spans end just after their answers: wait (bounded) for all.
 	var (
 		events   map[string]trace.SpanKind
@@ -275,8 +275,8 @@ func TestLeaseEventsOnSpans(t *testing.T) {
 			t.Errorf("no %s event; events %v", e, events)
 		}
 	}
-	if takeover["fencing.previous_holder"].AsString() != "node-a" || takeover["fencing.previous_epoch"].AsInt64() != a.Epoch ||
-		takeover["fencing.epoch.presented"].AsInt64() != b.Epoch {
+	if takeover["fencing.previous_holder"].AsString() != "node-a" || takeover["fencing.previous_epoch"].AsInt64() != int64(a.Epoch) ||
+		takeover["fencing.epoch.presented"].AsInt64() != int64(b.Epoch) {
 		t.Fatalf("takeover event = %v", takeover)
 	}
 }

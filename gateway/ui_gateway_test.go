@@ -33,7 +33,7 @@ func TestUITimelineOfAGateway(t *testing.T) {
 			}
 			first := leaseOf(t, a.leaseCall(t, "invoice-sweeper", "acquire",
 				`{"holder":"node-a","ttl_seconds":2,"lock_delay_seconds":1}`, nil))
-			if r := bee.renewLease(t, "invoice-sweeper", "node-a", first.Epoch); r.status != http.StatusOK {
+			if r := bee.renewLease(t, "invoice-sweeper", "node-a", int64(first.Epoch)); r.status != http.StatusOK {
 				t.Fatalf("renew: %d %s", r.status, r.body)
 			}
 			a.awaitLapse(t, "invoice-sweeper")
@@ -49,7 +49,7 @@ func TestUITimelineOfAGateway(t *testing.T) {
 				}
 			}
 			header, traceID := traceparent(7)
-			w := do(t, http.MethodPost, a.proxy.URL+"/raw/send", map[string]string{gateway.TokenHeader: strconv.FormatInt(first.Epoch, 10),
+			w := do(t, http.MethodPost, a.proxy.URL+"/raw/send", map[string]string{gateway.TokenHeader: strconv.FormatInt(int64(first.Epoch), 10),
 				"Traceparent": header}, "stale")
 			if w.status != http.StatusPreconditionFailed {
 				t.Fatalf("node-a's stale write: %d %s", w.status, w.body)
@@ -60,10 +60,10 @@ func TestUITimelineOfAGateway(t *testing.T) {
 			checkTimeline(t, browser, bee.api.URL, timelineWant{
 				Resource: "invoice-sweeper",
 				Grants: []wantGrant{
-					{Holder: "node-a", Epoch: first.Epoch, Ended: "lapsed"},
-					{Holder: "node-b", Epoch: second.Epoch, Ended: "held"},
+					{Holder: "node-a", Epoch: int64(first.Epoch), Ended: "lapsed"},
+					{Holder: "node-b", Epoch: int64(second.Epoch), Ended: "held"},
 				},
-				Refusals:  []wantRefusal{{Decision: "stale", Presented: first.Epoch, Current: second.Epoch, Count: 1}},
+				Refusals:  []wantRefusal{{Decision: "stale", Presented: int64(first.Epoch), Current: int64(second.Epoch), Count: 1}},
 				LockDelay: true,
 				Resources: []string{"invoice-sweeper"},
 				TraceURLs: []string{"https://tracing.example/trace/" + traceID},

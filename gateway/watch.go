@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/fencegw/fencegw/wire"
 	"net/http"
 	"time"
 )
@@ -26,11 +27,11 @@ const expirySlack = 100 * time.Millisecond
 
 // LeaseEvent is the data of a lease watch's event.
 type LeaseEvent struct {
-	Event     string    `json:"event"`
-	Name      string    `json:"name"`
-	Holder    string    `json:"holder"`
-	Epoch     int64     `json:"epoch"`
-	ExpiresAt time.Time `json:"expires_at"`
+	Event     string     `json:"event"`
+	Name      string     `json:"name"`
+	Holder    string     `json:"holder"`
+	Epoch     wire.Epoch `json:"epoch"`
+	ExpiresAt time.Time  `json:"expires_at"`
 	// At is when this gateway saw the change.
 	At time.Time `json:"at"`
 	// LockDelayUntil is when the lock-delay after an unclean lapse ends

@@ -105,27 +105,27 @@ func TestLeaseWatch(t *testing.T) {
 			expect := func(kind string, epoch int64) sseEvent {
 				t.Helper()
 				ev := w.next(t)
-				if ev.kind != kind || ev.data.Event != kind || ev.data.Epoch != epoch || ev.data.Name != "job" || ev.id == "" {
+				if ev.kind != kind || ev.data.Event != kind || int64(ev.data.Epoch) != epoch || ev.data.Name != "job" || ev.id == "" {
 					t.Fatalf("event = %+v, want %s at epoch %d", ev, kind, epoch)
 				}
 				return ev
 			}
-			expect(gateway.EventAcquired, a.Epoch)
-			leaseOf(t, actor.renewLease(t, "job", "node-a", a.Epoch))
-			expect(gateway.EventRenewed, a.Epoch)
-			if r := actor.releaseLease(t, "job", "node-a", a.Epoch); r.status != http.StatusNoContent {
+			expect(gateway.EventAcquired, int64(a.Epoch))
+			leaseOf(t, actor.renewLease(t, "job", "node-a", int64(a.Epoch)))
+			expect(gateway.EventRenewed, int64(a.Epoch))
+			if r := actor.releaseLease(t, "job", "node-a", int64(a.Epoch)); r.status != http.StatusNoContent {
 				t.Fatalf("release = %d", r.status)
 			}
-			expect(gateway.EventReleased, a.Epoch)
+			expect(gateway.EventReleased, int64(a.Epoch))
 			b2 := leaseOf(t, actor.leaseCall(t, "job", "acquire", `{"holder":"node-b","ttl_seconds":2,"lock_delay_seconds":1}`, nil))
-			expect(gateway.EventAcquired, b2.Epoch)
-			exp := expect(gateway.EventExpired, b2.Epoch)
+			expect(gateway.EventAcquired, int64(b2.Epoch))
+			exp := expect(gateway.EventExpired, int64(b2.Epoch))
 			if late := exp.data.At.Sub(b2.ExpiresAt); late > 3*time.Second {
 				t.Fatalf("expired %s after the expiry", late)
 			} else {
 				t.Logf("expired seen %s after the expiry the grant named", late.Round(time.Millisecond))
 			}
-			ld := expect(gateway.EventLockDelay, b2.Epoch)
+			ld := expect(gateway.EventLockDelay, int64(b2.Epoch))
 			if ld.data.LockDelayUntil == nil || ld.data.LockDelayUntil.Before(exp.data.ExpiresAt) {
 				t.Fatalf("lock_delay event = %+v", ld.data)
 			}
@@ -200,7 +200,7 @@ func TestLeaseWatchResumeBeyondLatest(t *testing.T) {
 			expect(first, gateway.EventAcquired)
 			joined := watch(t, watcher, "job", beyond+".2")
 			expect(joined, gateway.EventAcquired)
-			leaseOf(t, actor.renewLease(t, "job", "node-a", a.Epoch))
+			leaseOf(t, actor.renewLease(t, "job", "node-a", int64(a.Epoch)))
 			expect(first, gateway.EventRenewed)
 			expect(joined, gateway.EventRenewed)
 		})

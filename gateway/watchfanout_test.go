@@ -57,7 +57,7 @@ func (s *countingStore) SubscribeLease(ctx context.Context, name string) (<-chan
 func expectEvent(t *testing.T, w *sse, kind string, epoch int64, before string) sseEvent {
 	t.Helper()
 	ev := w.next(t)
-	if ev.kind != kind || ev.data.Epoch != epoch {
+	if ev.kind != kind || int64(ev.data.Epoch) != epoch {
 		t.Fatalf("event = %+v, want %s at epoch %d", ev, kind, epoch)
 	}
 	if before != "" && !idAfter(ev.id, before) {
@@ -91,20 +91,20 @@ func TestLeaseWatchEveryChange(t *testing.T) {
 			w := watch(t, watcher, "quick", "")
 			time.Sleep(300 * time.Millisecond) // the watch is in place
 			a := leaseOf(t, actor.acquire(t, "quick", "node-a", 15))
-			leaseOf(t, actor.renewLease(t, "quick", "node-a", a.Epoch))
-			if r := actor.releaseLease(t, "quick", "node-a", a.Epoch); r.status != http.StatusNoContent {
+			leaseOf(t, actor.renewLease(t, "quick", "node-a", int64(a.Epoch)))
+			if r := actor.releaseLease(t, "quick", "node-a", int64(a.Epoch)); r.status != http.StatusNoContent {
 				t.Fatalf("release = %d", r.status)
 			}
-			g := expectEvent(t, w, gateway.EventAcquired, a.Epoch, "")
-			r := expectEvent(t, w, gateway.EventRenewed, a.Epoch, g.id)
-			rel := expectEvent(t, w, gateway.EventReleased, a.Epoch, r.id)
+			g := expectEvent(t, w, gateway.EventAcquired, int64(a.Epoch), "")
+			r := expectEvent(t, w, gateway.EventRenewed, int64(a.Epoch), g.id)
+			rel := expectEvent(t, w, gateway.EventReleased, int64(a.Epoch), r.id)
 			w.cancel()
 
 			resumed := watch(t, watcher, "quick", g.id)
-			if ev := expectEvent(t, resumed, gateway.EventRenewed, a.Epoch, g.id); ev.id != r.id {
+			if ev := expectEvent(t, resumed, gateway.EventRenewed, int64(a.Epoch), g.id); ev.id != r.id {
 				t.Fatalf("resumed renewal id %q, want %q", ev.id, r.id)
 			}
-			if ev := expectEvent(t, resumed, gateway.EventReleased, a.Epoch, r.id); ev.id != rel.id {
+			if ev := expectEvent(t, resumed, gateway.EventReleased, int64(a.Epoch), r.id); ev.id != rel.id {
 				t.Fatalf("resumed release id %q, want %q", ev.id, rel.id)
 			}
 		})
@@ -129,11 +129,11 @@ func TestLeaseWatchCoalesced(t *testing.T) {
 			time.Sleep(300 * time.Millisecond) // every watch is in place
 			for name, ws := range watchers {
 				a := leaseOf(t, g.acquire(t, name, "node-a", float64(b.shortTTL())))
-				leaseOf(t, g.renewLease(t, name, "node-a", a.Epoch))
+				leaseOf(t, g.renewLease(t, name, "node-a", int64(a.Epoch)))
 				for _, w := range ws { // every watcher sees the grant, the renewal and the lapse
-					expectEvent(t, w, gateway.EventAcquired, a.Epoch, "")
-					expectEvent(t, w, gateway.EventRenewed, a.Epoch, "")
-					expectEvent(t, w, gateway.EventExpired, a.Epoch, "")
+					expectEvent(t, w, gateway.EventAcquired, int64(a.Epoch), "")
+					expectEvent(t, w, gateway.EventRenewed, int64(a.Epoch), "")
+					expectEvent(t, w, gateway.EventExpired, int64(a.Epoch), "")
 				}
 			}
 			for _, name := range []string{"few", "many"} {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/fencegw/fencegw/wire"
 	"io"
 	"mime"
 	"net/http"
@@ -123,7 +124,7 @@ const maxAnswer = 1 << 20
 type leaseState struct {
 	Name           string     `json:"name"`
 	Holder         string     `json:"holder"`
-	Epoch          int64      `json:"epoch"`
+	Epoch          wire.Epoch `json:"epoch"`
 	ExpiresAt      time.Time  `json:"expires_at"`
 	TTLSeconds     float64    `json:"ttl_seconds"`
 	Held           bool       `json:"held"`
@@ -133,12 +134,12 @@ type leaseState struct {
 
 // problem is the part of a problem+json body the client reads.
 type problem struct {
-	Type         string     `json:"type"`
-	Title        string     `json:"title"`
-	Detail       string     `json:"detail"`
-	Holder       string     `json:"holder"`
-	ExpiresAt    *time.Time `json:"expires_at"`
-	CurrentEpoch *int64     `json:"current_epoch"`
+	Type         string      `json:"type"`
+	Title        string      `json:"title"`
+	Detail       string      `json:"detail"`
+	Holder       string      `json:"holder"`
+	ExpiresAt    *time.Time  `json:"expires_at"`
+	CurrentEpoch *wire.Epoch `json:"current_epoch"`
 }
 
 // api calls the lease endpoints for one lease and holder.
@@ -193,9 +194,9 @@ func (a *api) release(ctx context.Context, epoch int64) error {
 
 func (a *api) holderEpoch(epoch int64) any {
 	return struct {
-		Holder string `json:"holder"`
-		Epoch  int64  `json:"epoch"`
-	}{a.holder, epoch}
+		Holder string     `json:"holder"`
+		Epoch  wire.Epoch `json:"epoch"`
+	}{a.holder, wire.Epoch(epoch)}
 }
 
 // check refuses a successful answer that does not grant this holder the
@@ -208,7 +209,7 @@ func (a *api) check(op string, st leaseState, epoch int64) error {
 		return fmt.Errorf("leader: %s lease %q: the answer names holder %q, not %q", op, a.name, st.Holder, a.holder)
 	case st.Name != "" && st.Name != a.name:
 		return fmt.Errorf("leader: %s lease %q: the answer is for lease %q", op, a.name, st.Name)
-	case epoch != 0 && st.Epoch != epoch:
+	case epoch != 0 && int64(st.Epoch) != epoch:
 		return fmt.Errorf("leader: %s lease %q: %w: renewed at epoch %d, held %d", op, a.name, ErrLeaseLost, st.Epoch, epoch)
 	}
 	return nil
@@ -274,7 +275,7 @@ func (a *api) apiError(op string, resp *http.Response, data []byte) *APIError {
 			e.ExpiresAt = *p.ExpiresAt
 		}
 		if p.CurrentEpoch != nil {
-			e.CurrentEpoch = *p.CurrentEpoch
+			e.CurrentEpoch = int64(*p.CurrentEpoch)
 		}
 	} else {
 		const maxDetail = 200

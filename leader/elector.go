@@ -63,7 +63,7 @@ func (t Term) fencingValue() string {
 }
 
 func termOf(st leaseState) Term {
-	t := Term{Epoch: st.Epoch, Token: st.Token, LeaseExpiresAt: st.ExpiresAt}
+	t := Term{Epoch: int64(st.Epoch), Token: st.Token, LeaseExpiresAt: st.ExpiresAt}
 	if st.TokenExpiresAt != nil {
 		t.TokenExpiresAt = *st.TokenExpiresAt
 	}

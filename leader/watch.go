@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/fencegw/fencegw/wire"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -21,9 +22,9 @@ const (
 
 // leaseEvent is one event of the lease watch.
 type leaseEvent struct {
-	Event  string `json:"event"`
-	Holder string `json:"holder"`
-	Epoch  int64  `json:"epoch"`
+	Event  string     `json:"event"`
+	Holder string     `json:"holder"`
+	Epoch  wire.Epoch `json:"epoch"`
 }
 
 // free reports whether ev says the lease may be acquired now.
@@ -32,7 +33,7 @@ func (ev leaseEvent) free() bool { return ev.Event == eventReleased || ev.Event 
 // ends reports whether ev ends a term at epoch: its grant was released or
 // lapsed, or a later one was made.
 func (ev leaseEvent) ends(epoch int64) bool {
-	return ev.Epoch > epoch || (ev.Epoch == epoch && ev.Event != eventAcquired && ev.Event != "renewed")
+	return int64(ev.Epoch) > epoch || (int64(ev.Epoch) == epoch && ev.Event != eventAcquired && ev.Event != "renewed")
 }
 
 // watch follows the lease's event stream, putting each event on out (the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/fencegw/fencegw/wire"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -52,9 +53,8 @@ func TestAuditWorkNeverHoldsFencing(t *testing.T) {
 	fillAudit(t, s.store, 60000)
 	epoch := mustLeaseCall(t, s, "leader", "acquire", `{"holder":"node-a","ttl_seconds":15}`)
 	for i := range 20000 {
-		p := int64(1)
 		s.audit.Refused(time.Now(), gateway.Rejection{Resource: fmt.Sprintf("r-%d", i), Decision: tokens.DecisionStale,
-			PresentedEpoch: &p, Route: "/w/", Status: 412}, "")
+			PresentedEpoch: wire.EpochOf(1), Route: "/w/", Status: 412}, "")
 	}
 
 	stop := make(chan struct{})

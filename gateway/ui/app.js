@@ -243,6 +243,15 @@ function setupResourceSearch() {
 
 // ---- Model ------------------------------------------------------------
 
+// Epochs arrive as JSON strings of decimal digits: exact where a JavaScript
+// number is not (above 2^53). The page keeps them as those strings, shows
+// them as they are and compares them as BigInt, never as numbers.
+const epochText = (v) => (v === null || v === undefined ? null : String(v));
+function cmpEpoch(a, b) {
+  const x = BigInt(a), y = BigInt(b);
+  return x < y ? -1 : x > y ? 1 : 0;
+}
+
 // summarize lists the resources the audit names, with the epoch and holder
 // of each one's newest lease event and its number of refused writes.
 function summarize(events, refusals) {
@@ -251,8 +260,10 @@ function summarize(events, refusals) {
   for (const e of events) {
     const r = get(e.name);
     const at = time(e.last || e.first);
-    if (r.epoch === null || e.epoch > r.epoch || (e.epoch === r.epoch && at >= r.at)) {
-      Object.assign(r, { epoch: e.epoch, holder: e.holder, event: e.event, at });
+    const epoch = epochText(e.epoch);
+    const order = r.epoch === null ? 1 : cmpEpoch(epoch, r.epoch);
+    if (order > 0 || (order === 0 && at >= r.at)) {
+      Object.assign(r, { epoch, holder: e.holder, event: e.event, at });
     }
   }
   // Refusals without a usable token are counted per route, without a resource.
@@ -267,11 +278,12 @@ function grantsOf(events, lease, now) {
   for (const e of events) {
     const first = time(e.first), last = time(e.last || e.first);
     if (!isFinite(first)) continue; // the API always sends first: nothing to place otherwise
-    let g = byEpoch.get(e.epoch);
+    const epoch = epochText(e.epoch);
+    let g = byEpoch.get(epoch);
     if (!g) {
-      g = { epoch: e.epoch, holder: orDash(e.holder), start: null, end: null, expires: null, ended: null,
+      g = { epoch, holder: orDash(e.holder), start: null, end: null, expires: null, ended: null,
         renewals: [], renewCount: 0, replicas: new Set(), lockDelay: 0, earliest: Infinity, latest: -Infinity, from: '' };
-      byEpoch.set(e.epoch, g);
+      byEpoch.set(epoch, g);
     }
     g.earliest = Math.min(g.earliest, first);
     g.latest = Math.max(g.latest, last);
@@ -295,11 +307,11 @@ function grantsOf(events, lease, now) {
       g.lockDelay = e.lock_delay_seconds || g.lockDelay;
     }
   }
-  const grants = [...byEpoch.values()].sort((a, b) => a.epoch - b.epoch);
+  const grants = [...byEpoch.values()].sort((a, b) => cmpEpoch(a.epoch, b.epoch));
   for (const g of grants) {
     if (g.start === null) { g.start = g.earliest; g.clipped = true; } // acquire older than the loaded page
     if (g.ended) { g.how = g.how || g.ended; continue; }
-    const live = lease && lease.epoch === g.epoch ? lease : null;
+    const live = lease && epochText(lease.epoch) === g.epoch ? lease : null;
     // The live expiry is the current term of a held grant; for a lapsed one
     // the store may report a conservative one (after a restart), so the
     // audit's counts unless it recorded none.

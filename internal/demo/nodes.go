@@ -64,7 +64,7 @@ func newNodeA(w *world) *nodeA {
 // call acquires or renews the lease.
 func (a *nodeA) call(ctx context.Context, op string) error {
 	l, err := a.w.api.LeaseState(ctx, op, resource, apiclient.LeaseRequest{Holder: "node-a", TTL: leaseDuration,
-		Epoch: a.lease.Epoch})
+		Epoch: int64(a.lease.Epoch)})
 	if err != nil {
 		return fmt.Errorf("node-a: %w", err)
 	}
