@@ -43,7 +43,7 @@ type row struct {
 }
 
 // BenchmarkTable measures fencegw against its baselines side by side, as
-// README "Performance" reports. The proxy under test runs alone on CPU 0,
+// docs/performance.md reports. The proxy under test runs alone on CPU 0,
 // wrk and the upstream (and the stores) on CPU 1, when there are two.
 //
 //	./bench/run            # or: go test -run '^$' -bench Table -benchtime 1x ./bench

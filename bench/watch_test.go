@@ -25,8 +25,8 @@ import (
 // run: every renewal is an event to every watcher.
 var watchRenew = flag.Duration("watch-renew", 2*time.Second, "how often BenchmarkWatch renews the watched lease (each renewal: an event to every watcher)")
 
-// BenchmarkWatch measures what lease watchers cost a gateway, as README
-// "Watching a lease" reports: on PostgreSQL, the admitted writes of a run
+// BenchmarkWatch measures what lease watchers cost a gateway, as
+// docs/performance.md "Lease watchers" reports: on PostgreSQL, the admitted writes of a run
 // with 1,000 watchers of one lease (renewed every -watch-renew, the
 // Kubernetes retry period by default, so events flow to all of them)
 // against the same run without watchers; on etcd, the store calls

@@ -246,7 +246,7 @@ type outcome struct {
 
 func refused(status int, why string) outcome { return outcome{status: status, why: why} }
 
-// predict is the model of the HTTP contract (README, The HTTP contract):
+// predict is the model of the HTTP contract (docs/http-api.md, The HTTP contract):
 // what the gateway must do with the request v, given the high-water marks
 // hwm. It shares no code with the gateway but the definition of a valid
 // resource name and of a raw epoch.
