@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencegw/fencegw/internal/testetcd"
-	"github.com/fencegw/fencegw/internal/testpg"
+	"github.com/fencegw/fencegw/internal/testutil/testetcd"
+	"github.com/fencegw/fencegw/internal/testutil/testpg"
 )
 
 // watchRenew is how often the watched lease is renewed while the writes

@@ -8,13 +8,13 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/fencegw/fencegw/internal/testpg"
+	"github.com/fencegw/fencegw/internal/testutil/testpg"
 )
 
 // binary is the fencegw binary the suite runs, built for this test run
 // with the race detector — but as shipped, without it, for a soak, whose
 // memory is measured. leaderBinary is the test leader process
-// (internal/testleader).
+// (internal/testutil/testleader).
 var binary, leaderBinary string
 
 func TestMain(m *testing.M) {
@@ -35,7 +35,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	leaderBinary = filepath.Join(dir, "testleader")
-	build = exec.Command("go", "build", "-race", "-o", leaderBinary, "../internal/testleader")
+	build = exec.Command("go", "build", "-race", "-o", leaderBinary, "../internal/testutil/testleader")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build testleader:", err)

@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// slowLeader is a leader process (internal/testleader) whose clock runs at
+// slowLeader is a leader process (internal/testutil/testleader) whose clock runs at
 // a quarter of real time: it renews its 2 s lease too late and believes it
 // leads for 8 s, so its writes after the lapse must be refused. It leases
 // through replica 0 and writes through replica 1; its writes reach the

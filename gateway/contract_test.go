@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/fencegw/fencegw/gateway"
-	"github.com/fencegw/fencegw/internal/testpg"
+	"github.com/fencegw/fencegw/internal/testutil/testpg"
 )
 
 func TestMain(m *testing.M) {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/fencegw/fencegw/internal/testbrowser"
+	"github.com/fencegw/fencegw/internal/testutil/testbrowser"
 )
 
 // crossSitePage is a page of another origin that tries to take leases on

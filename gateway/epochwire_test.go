@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencegw/fencegw/internal/testbrowser"
+	"github.com/fencegw/fencegw/internal/testutil/testbrowser"
 )
 
 // beyondDoubles is the first integer a JavaScript number cannot hold: as a

@@ -19,8 +19,8 @@ import (
 
 	"github.com/fencegw/fencegw/config"
 	"github.com/fencegw/fencegw/gateway"
-	"github.com/fencegw/fencegw/internal/testetcd"
-	"github.com/fencegw/fencegw/internal/testpg"
+	"github.com/fencegw/fencegw/internal/testutil/testetcd"
+	"github.com/fencegw/fencegw/internal/testutil/testpg"
 	"github.com/fencegw/fencegw/policy"
 	"github.com/fencegw/fencegw/server"
 	"github.com/fencegw/fencegw/telemetry"

@@ -19,7 +19,7 @@ import (
 
 	"github.com/fencegw/fencegw/faults"
 	"github.com/fencegw/fencegw/gateway"
-	"github.com/fencegw/fencegw/internal/testetcd"
+	"github.com/fencegw/fencegw/internal/testutil/testetcd"
 	"github.com/fencegw/fencegw/tokens/storetest"
 )
 

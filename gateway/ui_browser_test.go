@@ -20,7 +20,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/fencegw/fencegw/gateway"
-	"github.com/fencegw/fencegw/internal/testbrowser"
+	"github.com/fencegw/fencegw/internal/testutil/testbrowser"
 )
 
 // The timeline page in a real browser, against a fixture control API that

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/fencegw/fencegw/gateway"
-	"github.com/fencegw/fencegw/internal/testbrowser"
+	"github.com/fencegw/fencegw/internal/testutil/testbrowser"
 )
 
 // TestUITimelineOfAGateway drives the timeline page of a real gateway in

@@ -11,7 +11,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/fencegw/fencegw/internal/testbrowser"
+	"github.com/fencegw/fencegw/internal/testutil/testbrowser"
 )
 
 // resources answers GET /v1/audit/resources from the fixture's names:

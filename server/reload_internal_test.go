@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/fencegw/fencegw/config"
-	"github.com/fencegw/fencegw/internal/testetcd"
+	"github.com/fencegw/fencegw/internal/testutil/testetcd"
 	"github.com/fencegw/fencegw/tokens/source"
 )
 

@@ -10,7 +10,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/fencegw/fencegw/internal/testleak"
+	"github.com/fencegw/fencegw/internal/testutil/testleak"
 )
 
 // TestMain fails the package if goroutines outlive the tests. Exporters'

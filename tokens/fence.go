@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/fencegw/fencegw/internal/coalesce"
+	"github.com/fencegw/fencegw/tokens/internal/coalesce"
 )
 
 // DefaultMaxCached is the default number of resources whose HWM a Fence

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencegw/fencegw/internal/testetcd"
-	"github.com/fencegw/fencegw/internal/testpg"
+	"github.com/fencegw/fencegw/internal/testutil/testetcd"
+	"github.com/fencegw/fencegw/internal/testutil/testpg"
 	"github.com/fencegw/fencegw/tokens"
 	"github.com/fencegw/fencegw/tokens/boltstore"
 	"github.com/fencegw/fencegw/tokens/etcdstore"

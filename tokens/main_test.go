@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencegw/fencegw/internal/testleak"
-	"github.com/fencegw/fencegw/internal/testpg"
+	"github.com/fencegw/fencegw/internal/testutil/testleak"
+	"github.com/fencegw/fencegw/internal/testutil/testpg"
 )
 
 // TestMain fails the package if a test leaves goroutines behind, such as a

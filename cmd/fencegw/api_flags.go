@@ -7,7 +7,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/fencegw/fencegw/internal/apiclient"
+	"github.com/fencegw/fencegw/cmd/fencegw/internal/apiclient"
 )
 
 // defaultAPI is the control API the subcommands call unless --api or

@@ -14,8 +14,8 @@ import (
 
 	"go.etcd.io/etcd/client/v3/concurrency"
 
-	"github.com/fencegw/fencegw/internal/testetcd"
-	"github.com/fencegw/fencegw/internal/testpg"
+	"github.com/fencegw/fencegw/internal/testutil/testetcd"
+	"github.com/fencegw/fencegw/internal/testutil/testpg"
 )
 
 // psql runs SQL with the PostgreSQL command-line client, standing in for an

@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/fencegw/fencegw/internal/demo"
+	"github.com/fencegw/fencegw/cmd/fencegw/internal/demo"
 )
 
 // demoCmd tells the seed article's story in this process (package
-// internal/demo). It exits 0 when the story went as told, and 1 naming the
+// cmd/fencegw/internal/demo). It exits 0 when the story went as told, and 1 naming the
 // step that did not.
 func demoCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("fencegw demo", flag.ContinueOnError)

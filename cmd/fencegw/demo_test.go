@@ -7,12 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencegw/fencegw/internal/testdemo"
+	"github.com/fencegw/fencegw/internal/testutil/testdemo"
 )
 
 // TestDemoQuiet: `fencegw demo --quiet` prints the summary line alone; a
 // stray argument is refused. (The story itself is tested in
-// internal/demo.)
+// cmd/fencegw/internal/demo.)
 func TestDemoQuiet(t *testing.T) {
 	var out, errb bytes.Buffer
 	if code := run(context.Background(), []string{"demo", "--quiet"}, &out, &errb); code != 0 {

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fencegw/fencegw/internal/apiclient"
+	"github.com/fencegw/fencegw/cmd/fencegw/internal/apiclient"
 )
 
 const leaseUsage = `Usage:

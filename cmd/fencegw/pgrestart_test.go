@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencegw/fencegw/internal/testpg"
+	"github.com/fencegw/fencegw/internal/testutil/testpg"
 )
 
 // TestPostgresRestartThroughTheBinary restarts PostgreSQL under an idle

@@ -12,12 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencegw/fencegw/internal/testetcd"
-	"github.com/fencegw/fencegw/internal/testpg"
+	"github.com/fencegw/fencegw/internal/testutil/testetcd"
+	"github.com/fencegw/fencegw/internal/testutil/testpg"
 )
 
 // binary is the fencegw executable built once for the process tests;
-// leaderBinary is the test leader process (internal/testleader).
+// leaderBinary is the test leader process (internal/testutil/testleader).
 var binary, leaderBinary string
 
 func TestMain(m *testing.M) {
@@ -34,7 +34,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	leaderBinary = filepath.Join(dir, "testleader")
-	build = exec.Command("go", "build", "-race", "-o", leaderBinary, "../../internal/testleader")
+	build = exec.Command("go", "build", "-race", "-o", leaderBinary, "../../internal/testutil/testleader")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build testleader:", err)

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencegw/fencegw/internal/testpg"
+	"github.com/fencegw/fencegw/internal/testutil/testpg"
 )
 
 // TestSIGHUPReloadsRoutes: a good reload swaps routes without dropping the

@@ -14,7 +14,7 @@ import (
 	"time"
 )
 
-// leaderProc is a running internal/testleader process and its events.
+// leaderProc is a running internal/testutil/testleader process and its events.
 type leaderProc struct {
 	cmd    *exec.Cmd
 	mu     sync.Mutex
@@ -22,7 +22,7 @@ type leaderProc struct {
 	done   chan struct{}
 }
 
-// startLeader runs internal/testleader for the lease invoice-sweeper with
+// startLeader runs internal/testutil/testleader for the lease invoice-sweeper with
 // a 3 s lease and a 2 s renew deadline; extra flags come last and win.
 func startLeader(t *testing.T, api, target, holder string, job time.Duration, extra ...string) *leaderProc {
 	t.Helper()

@@ -9,7 +9,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/fencegw/fencegw/internal/testetcd"
+	"github.com/fencegw/fencegw/internal/testutil/testetcd"
 	"github.com/fencegw/fencegw/tokens"
 	"github.com/fencegw/fencegw/tokens/storetest"
 )

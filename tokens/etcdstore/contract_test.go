@@ -3,7 +3,7 @@ package etcdstore_test
 import (
 	"testing"
 
-	"github.com/fencegw/fencegw/internal/testetcd"
+	"github.com/fencegw/fencegw/internal/testutil/testetcd"
 	"github.com/fencegw/fencegw/tokens"
 	"github.com/fencegw/fencegw/tokens/storetest"
 )

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/fencegw/fencegw/internal/testetcd"
+	"github.com/fencegw/fencegw/internal/testutil/testetcd"
 	"github.com/fencegw/fencegw/tokens/etcdstore"
 )
 

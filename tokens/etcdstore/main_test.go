@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencegw/fencegw/internal/testleak"
+	"github.com/fencegw/fencegw/internal/testutil/testleak"
 )
 
 // leakGrace is how long TestMain lets goroutines wind down before calling

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/fencegw/fencegw/internal/etcdclient"
 	"github.com/fencegw/fencegw/tokens"
+	"github.com/fencegw/fencegw/tokens/internal/etcdclient"
 )
 
 // DefaultDialTimeout is the DialTimeout used when Options leaves it zero.

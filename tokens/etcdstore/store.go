@@ -8,8 +8,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/fencegw/fencegw/internal/etcdclient"
 	"github.com/fencegw/fencegw/tokens"
+	"github.com/fencegw/fencegw/tokens/internal/etcdclient"
 )
 
 // DefaultPrefix is the key prefix used when none is given.

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencegw/fencegw/internal/testetcd"
+	"github.com/fencegw/fencegw/internal/testutil/testetcd"
 	"github.com/fencegw/fencegw/tokens"
 	"github.com/fencegw/fencegw/tokens/etcdstore"
 )
@@ -127,7 +127,7 @@ func TestErrors(t *testing.T) {
 
 // TestOpenRefuses: options that cannot be used fail Open with a plain
 // error naming the field, not as an unavailable store (the whole matrix is
-// internal/etcdclient's test).
+// tokens/internal/etcdclient's test).
 func TestOpenRefuses(t *testing.T) {
 	for _, o := range []etcdstore.Options{
 		{},
@@ -148,7 +148,7 @@ func TestOpenRefuses(t *testing.T) {
 }
 
 // TestOpenUnreachable: with nothing answering, Open fails as an
-// unavailable store (how fast, and over TLS too, is internal/etcdclient's
+// unavailable store (how fast, and over TLS too, is tokens/internal/etcdclient's
 // test).
 func TestOpenUnreachable(t *testing.T) {
 	o := etcdstore.Options{Endpoints: []string{testetcd.Unreachable(t)}, DialTimeout: 500 * time.Millisecond}

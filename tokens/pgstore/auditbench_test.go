@@ -5,7 +5,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/fencegw/fencegw/internal/testpg"
+	"github.com/fencegw/fencegw/internal/testutil/testpg"
 	"github.com/fencegw/fencegw/tokens/pgstore"
 	"github.com/fencegw/fencegw/tokens/storetest"
 )

@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/fencegw/fencegw/internal/testpg"
+	"github.com/fencegw/fencegw/internal/testutil/testpg"
 	"github.com/fencegw/fencegw/tokens/pgstore"
 )
 
@@ -90,7 +90,7 @@ WHERE datname = current_database() AND pid <> pg_backend_pid()`)
 // TestStandbyRefused restarts the server as a hot standby, which accepts
 // read-only connections: the store must refuse to read from it and must
 // work again once it is promoted. (That every target_session_attrs setting
-// is refused on a standby is internal/pgprimary's test.)
+// is refused on a standby is tokens/internal/pgprimary's test.)
 func TestStandbyRefused(t *testing.T) {
 	cl, dsn, s := ownCluster(t)
 

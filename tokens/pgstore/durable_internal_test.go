@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencegw/fencegw/internal/testpg"
+	"github.com/fencegw/fencegw/internal/testutil/testpg"
 )
 
 // TestSessionsCommitDurably: the test server runs with synchronous_commit

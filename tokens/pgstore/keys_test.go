@@ -5,7 +5,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/fencegw/fencegw/internal/testpg"
+	"github.com/fencegw/fencegw/internal/testutil/testpg"
 	"github.com/fencegw/fencegw/tokens/pgstore"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/fencegw/fencegw/internal/pgretry"
+	"github.com/fencegw/fencegw/tokens/internal/pgretry"
 
 	"github.com/fencegw/fencegw/tokens"
 )

@@ -3,8 +3,8 @@ package pgstore_test
 import (
 	"testing"
 
-	"github.com/fencegw/fencegw/internal/testleak"
-	"github.com/fencegw/fencegw/internal/testpg"
+	"github.com/fencegw/fencegw/internal/testutil/testleak"
+	"github.com/fencegw/fencegw/internal/testutil/testpg"
 )
 
 // TestMain closes the shared cluster first, so that its helpers are gone

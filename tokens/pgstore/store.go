@@ -10,9 +10,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/fencegw/fencegw/internal/pgprimary"
-	"github.com/fencegw/fencegw/internal/pgretry"
 	"github.com/fencegw/fencegw/tokens"
+	"github.com/fencegw/fencegw/tokens/internal/pgprimary"
+	"github.com/fencegw/fencegw/tokens/internal/pgretry"
 )
 
 // Store is a tokens.Store over a PostgreSQL database, through a pgx

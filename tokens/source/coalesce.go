@@ -6,8 +6,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fencegw/fencegw/internal/coalesce"
 	"github.com/fencegw/fencegw/tokens"
+	"github.com/fencegw/fencegw/tokens/internal/coalesce"
 )
 
 // Coalesced is a Source whose reads are shared among concurrent callers
@@ -52,7 +52,7 @@ func (c *Coalesced) bound(ctx context.Context) (context.Context, context.CancelF
 // that started after Current was called, never of one already in flight
 // (it may predate a takeover the caller must see). Concurrent calls for one
 // resource share reads: a burst costs at most two (see package
-// internal/coalesce for the exact rule). A caller whose ctx ends gets an
+// tokens/internal/coalesce for the exact rule). A caller whose ctx ends gets an
 // error at once, without cancelling the read for the others. Every error
 // wraps a *tokens.UnavailableError; after Close, one that also wraps
 // ErrClosed.

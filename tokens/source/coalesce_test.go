@@ -12,7 +12,7 @@ import (
 
 // fakeSource answers its leader, or err; with block it waits for its
 // context to end instead. (Sharing and freshness of reads are
-// internal/coalesce's tests; sourcetest runs Coalesced over real backends.)
+// tokens/internal/coalesce's tests; sourcetest runs Coalesced over real backends.)
 type fakeSource struct {
 	leader Leader
 	err    error

@@ -3,7 +3,7 @@ package etcdsource_test
 import (
 	"testing"
 
-	"github.com/fencegw/fencegw/internal/testetcd"
+	"github.com/fencegw/fencegw/internal/testutil/testetcd"
 	"github.com/fencegw/fencegw/tokens/source/sourcetest"
 )
 

@@ -9,7 +9,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
-	"github.com/fencegw/fencegw/internal/testetcd"
+	"github.com/fencegw/fencegw/internal/testutil/testetcd"
 	"github.com/fencegw/fencegw/tokens/source"
 	"github.com/fencegw/fencegw/tokens/source/etcdsource"
 	"github.com/fencegw/fencegw/tokens/source/sourcetest"

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencegw/fencegw/internal/testleak"
+	"github.com/fencegw/fencegw/internal/testutil/testleak"
 )
 
 // TestMain fails the tests if goroutines outlive them: every client, session

@@ -6,7 +6,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/fencegw/fencegw/internal/etcdclient"
+	"github.com/fencegw/fencegw/tokens/internal/etcdclient"
 )
 
 // DefaultDialTimeout is the DialTimeout used when Options leaves it zero.

@@ -6,14 +6,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencegw/fencegw/internal/testetcd"
+	"github.com/fencegw/fencegw/internal/testutil/testetcd"
 	"github.com/fencegw/fencegw/tokens/source"
 	"github.com/fencegw/fencegw/tokens/source/etcdsource"
 	"github.com/fencegw/fencegw/tokens/source/sourcetest"
 )
 
 // TestOpenInvalid: options that cannot be used fail Open at once, naming
-// the field (the whole matrix is internal/etcdclient's test).
+// the field (the whole matrix is tokens/internal/etcdclient's test).
 func TestOpenInvalid(t *testing.T) {
 	s, err := etcdsource.Open(sourcetest.Context(t, 10*time.Second), etcdsource.Options{Endpoints: []string{"a:2379"}, DialTimeout: -time.Second})
 	if err == nil {

@@ -3,7 +3,7 @@ package pgsource_test
 import (
 	"testing"
 
-	"github.com/fencegw/fencegw/internal/testpg"
+	"github.com/fencegw/fencegw/internal/testutil/testpg"
 	"github.com/fencegw/fencegw/tokens/source/sourcetest"
 )
 

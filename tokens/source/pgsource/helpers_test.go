@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/fencegw/fencegw/internal/testpg"
+	"github.com/fencegw/fencegw/internal/testutil/testpg"
 	"github.com/fencegw/fencegw/tokens/source"
 	"github.com/fencegw/fencegw/tokens/source/pgsource"
 	"github.com/fencegw/fencegw/tokens/source/sourcetest"

@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencegw/fencegw/internal/testleak"
-	"github.com/fencegw/fencegw/internal/testpg"
+	"github.com/fencegw/fencegw/internal/testutil/testleak"
+	"github.com/fencegw/fencegw/internal/testutil/testpg"
 )
 
 // TestMain fails the tests if any goroutine outlives them and the shared

@@ -9,8 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/fencegw/fencegw/internal/pgprimary"
-	"github.com/fencegw/fencegw/internal/pgretry"
+	"github.com/fencegw/fencegw/tokens/internal/pgprimary"
+	"github.com/fencegw/fencegw/tokens/internal/pgretry"
 	"github.com/fencegw/fencegw/tokens/source"
 )
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/fencegw/fencegw/internal/testpg"
+	"github.com/fencegw/fencegw/internal/testutil/testpg"
 	"github.com/fencegw/fencegw/tokens/source"
 	"github.com/fencegw/fencegw/tokens/source/sourcetest"
 )
@@ -16,7 +16,7 @@ import (
 // answer reads: the source must fail closed rather than read a lease table
 // that may lag behind a takeover, and must answer again once the server is
 // promoted. (That every target_session_attrs setting is refused on a
-// standby is internal/pgprimary's test.)
+// standby is tokens/internal/pgprimary's test.)
 func TestStandbyRefused(t *testing.T) {
 	cl := testpg.Require(t)
 	b := backend(t, cl)

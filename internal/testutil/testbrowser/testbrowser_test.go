@@ -11,7 +11,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/fencegw/fencegw/internal/testbrowser"
+	"github.com/fencegw/fencegw/internal/testutil/testbrowser"
 )
 
 // TestBrowserSeesWhatAPageDoes: the recorder must catch what the page tests

@@ -9,9 +9,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/fencegw/fencegw/internal/pgprimary"
-	"github.com/fencegw/fencegw/internal/testleak"
-	"github.com/fencegw/fencegw/internal/testpg"
+	"github.com/fencegw/fencegw/internal/testutil/testleak"
+	"github.com/fencegw/fencegw/internal/testutil/testpg"
+	"github.com/fencegw/fencegw/tokens/internal/pgprimary"
 )
 
 func TestMain(m *testing.M) { testleak.Exit(m.Run(), 5*time.Second) }

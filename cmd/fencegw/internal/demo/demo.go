@@ -7,7 +7,7 @@
 // server.New on an embedded store in a temporary directory and served by
 // Server.Serve, as `fencegw serve` does; the upstream is a sample email
 // API. The nodes use the clients users use: node-a calls the lease API with
-// internal/apiclient, as `fencegw lease` does, and node-b is a
+// cmd/fencegw/internal/apiclient, as `fencegw lease` does, and node-b is a
 // leader.Elector whose Transport fences its writes.
 //
 // The story is a table of steps (story.go), each checking what it narrates.

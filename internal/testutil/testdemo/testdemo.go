@@ -1,5 +1,5 @@
 // Package testdemo checks the narrative of `fencegw demo` (package
-// internal/demo), for the tests of the demo and of the command.
+// cmd/fencegw/internal/demo), for the tests of the demo and of the command.
 package testdemo
 
 import (

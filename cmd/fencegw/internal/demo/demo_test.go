@@ -12,7 +12,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/fencegw/fencegw/internal/testdemo"
+	"github.com/fencegw/fencegw/internal/testutil/testdemo"
 )
 
 // TestDemo tells the story: Run succeeds in under 10 s, tells it in fewer

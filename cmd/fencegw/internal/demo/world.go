@@ -11,8 +11,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/fencegw/fencegw/cmd/fencegw/internal/apiclient"
 	"github.com/fencegw/fencegw/config"
-	"github.com/fencegw/fencegw/internal/apiclient"
 	"github.com/fencegw/fencegw/server"
 	"github.com/fencegw/fencegw/telemetry"
 )

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencegw/fencegw/internal/etcdclient"
-	"github.com/fencegw/fencegw/internal/testetcd"
-	"github.com/fencegw/fencegw/internal/testleak"
+	"github.com/fencegw/fencegw/internal/testutil/testetcd"
+	"github.com/fencegw/fencegw/internal/testutil/testleak"
+	"github.com/fencegw/fencegw/tokens/internal/etcdclient"
 )
 
 // TestMain fails the tests if a client or embedded member outlives them. A

@@ -8,8 +8,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/fencegw/fencegw/cmd/fencegw/internal/apiclient"
 	"github.com/fencegw/fencegw/gateway"
-	"github.com/fencegw/fencegw/internal/apiclient"
 	"github.com/fencegw/fencegw/leader"
 	"github.com/fencegw/fencegw/tokens"
 )

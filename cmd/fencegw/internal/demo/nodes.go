@@ -12,8 +12,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/fencegw/fencegw/cmd/fencegw/internal/apiclient"
 	"github.com/fencegw/fencegw/gateway"
-	"github.com/fencegw/fencegw/internal/apiclient"
 	"github.com/fencegw/fencegw/leader"
 )
 
