@@ -70,7 +70,7 @@ func testAdmitThenRefuseStale(t *testing.T, g *gw, up *upstream) {
 	}
 	p := a.problem(t)
 	// A raw epoch's refusal tells no epoch the caller did not send.
-	if p["resource"] != "invoice-sweeper" || p["presented_epoch"] != 1.0 || p["current_epoch"] != nil ||
+	if p["resource"] != "invoice-sweeper" || p["presented_epoch"] != "1" || p["current_epoch"] != nil ||
 		p["type"] != gateway.TypeStaleEpoch {
 		t.Fatalf("stale problem = %v", p)
 	}
@@ -354,7 +354,7 @@ func TestUpstreamFailures(t *testing.T) {
 	if a.status != http.StatusBadGateway || a.problem(t)["type"] != gateway.TypeUpstreamFailed {
 		t.Fatalf("down upstream = %d %s", a.status, a.body)
 	}
-	if p := a.problem(t); p["resource"] != "invoice-sweeper" || p["presented_epoch"] != 1.0 {
+	if p := a.problem(t); p["resource"] != "invoice-sweeper" || p["presented_epoch"] != "1" {
 		t.Fatalf("502 problem = %v", p)
 	}
 }

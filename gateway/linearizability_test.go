@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/fencegw/fencegw/wire"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -116,15 +117,15 @@ func writeFence(c *http.Client, g *gw, res string, epoch int64, id string) fence
 		return fenceOutput{Outcome: "admitted"}
 	case http.StatusPreconditionFailed:
 		var p struct {
-			Type    string `json:"type"`
-			Current int64  `json:"current_epoch"`
+			Type    string     `json:"type"`
+			Current wire.Epoch `json:"current_epoch"`
 		}
 		json.Unmarshal(body, &p)
 		if p.Type == gateway.TypeSuperseded {
 			// Admitted (the HWM may have moved), then not forwarded.
 			return fenceOutput{Outcome: "superseded"}
 		}
-		return fenceOutput{Outcome: "stale", Current: p.Current}
+		return fenceOutput{Outcome: "stale", Current: int64(p.Current)}
 	case http.StatusServiceUnavailable:
 		// The store could not confirm: the HWM may or may not have moved,
 		// but the write must not have been forwarded.

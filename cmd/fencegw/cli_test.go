@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"github.com/fencegw/fencegw/wire"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -45,8 +46,8 @@ func TestLeaseAndTokenCommands(t *testing.T) {
 		t.Fatalf("lease acquire: %d %s", code, stderr)
 	}
 	var l struct {
-		Epoch int64  `json:"epoch"`
-		Token string `json:"token"`
+		Epoch wire.Epoch `json:"epoch"`
+		Token string     `json:"token"`
 	}
 	if err := json.Unmarshal([]byte(out), &l); err != nil || l.Epoch != 1 || l.Token == "" {
 		t.Fatalf("lease acquire printed %q: %v", out, err)
@@ -60,7 +61,7 @@ func TestLeaseAndTokenCommands(t *testing.T) {
 		t.Fatalf("acquire while held: %d %s", code, stderr)
 	}
 	if out, _, code := runCLI(t, "lease", "renew", "jobs", "--holder", "node-a", "--epoch", "1", "--api", gw.api); code != 0 ||
-		!strings.Contains(out, `"epoch":1`) {
+		!strings.Contains(out, `"epoch":"1"`) {
 		t.Fatalf("lease renew: %d %s", code, out)
 	}
 	if out, _, code := runCLI(t, "lease", "get", "jobs", "--api", gw.api); code != 0 || !strings.Contains(out, `"holder":"node-a"`) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/fencegw/fencegw/wire"
 	"net/http"
 	"os"
 	"os/exec"
@@ -73,8 +74,8 @@ func TestLostStoreNeedsAcknowledgment(t *testing.T) {
 	args := []string{"--store", db, "--signed-route", "/s/=" + up.URL}
 	p := start(t, args...)
 	var g struct {
-		Epoch int64  `json:"epoch"`
-		Token string `json:"token"`
+		Epoch wire.Epoch `json:"epoch"`
+		Token string     `json:"token"`
 	}
 	postJSON(t, p.api+"/v1/leases/r/acquire", `{"holder":"node-a","ttl_seconds":30}`, &g)
 	if s := post(t, p.proxy+"/s/x", g.Token, ""); s != http.StatusNoContent {
