@@ -154,7 +154,7 @@ func testIntegerOrder(t *testing.T, g *gw) {
 		// JSON numbers lose precision above 2^53 in float64; compare the raw
 		// text. A raw epoch's refusal names no current epoch (the fence
 		// API below does).
-		if want := `"presented_epoch":` + strconv.FormatInt(s.stale, 10); !strings.Contains(string(a.body), want) ||
+		if want := `"presented_epoch":"` + strconv.FormatInt(s.stale, 10) + `"`; !strings.Contains(string(a.body), want) ||
 			strings.Contains(string(a.body), "current_epoch") {
 			t.Fatalf("%s problem %s lacks %s or names the current epoch", s.res, a.body, want)
 		}
