@@ -105,11 +105,6 @@ func pgOutage(t *testing.T) (storetest.Factory, func(), func()) {
 	return f, stop, restart
 }
 
-var (
-	etcdOnce    sync.Once
-	etcdCluster *testetcd.Cluster
-)
-
 func etcdFactory(endpoints []string, prefix string) storetest.Factory {
 	return func(t *testing.T) tokens.Store {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
