@@ -38,10 +38,11 @@ fi
 
 # quick: the edit-test loop. Unit tests and the conformance suites on the
 # embedded store, without the race detector, the PostgreSQL and etcd
-# backends, the process tests, the benchmarks and the fault suite.
+# backends, the process tests, the benchmarks and the fault suite; with
+# -short, so the slow tests (floods, long waits) are left to the full run.
 if [ "${1:-}" = quick ]; then
 	go vet ./...
-	exec go test -count=1 -timeout 10m $(go list ./... | grep -vE '/(faults|bench|cmd/fencegw)(/|$)|/(pgstore|etcdstore|pgsource|etcdsource)$|/internal/(testpg|testetcd|demo)$')
+	exec go test -short -count=1 -timeout 10m $(go list ./... | grep -vE '/(faults|bench|cmd/fencegw)(/|$)|/(pgstore|etcdstore|pgsource|etcdsource)$|/internal/(testpg|testetcd|demo)$')
 fi
 
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
