@@ -22,8 +22,8 @@ var errDeliveryCut = errors.New("the lease lapsed before the write was delivered
 // write was sent to the upstream.
 var errNothingSent = errors.New("nothing of the write was sent")
 
-// cutUnsent is the error of a write cut before any of it was sent.
-var cutUnsent = fmt.Errorf("%w: %w", errDeliveryCut, errNothingSent)
+// errCutUnsent is the error of a write cut before any of it was sent.
+var errCutUnsent = fmt.Errorf("%w: %w", errDeliveryCut, errNothingSent)
 
 // deliverBy is when the request's admitted write must be delivered whole
 // by; the zero Time when no lease bounds it.
@@ -88,7 +88,7 @@ func roundTripBefore(rt http.RoundTripper, req *http.Request) (*http.Response, e
 	}
 	if !time.Now().Before(by) {
 		closeBody(req)
-		return nil, cutUnsent
+		return nil, errCutUnsent
 	}
 	ctx, cancel := context.WithCancelCause(req.Context())
 	d := &delivery{by: by}

@@ -233,6 +233,9 @@ func TestLinearizableAcrossReplicas(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			if testing.Short() && !strings.HasPrefix(tc.name, "embedded") {
+				t.Skip("PostgreSQL and etcd: run by the full suite")
+			}
 			up := newRecordingUpstream(t)
 			var replicas []*gw
 			for _, f := range tc.replicas(t) {
@@ -247,6 +250,9 @@ func TestLinearizableAcrossReplicas(t *testing.T) {
 // TestLinearizableUnderMemberLoss stops and restarts an etcd member while
 // clients write through three replicas, one of which loses its member.
 func TestLinearizableUnderMemberLoss(t *testing.T) {
+	if testing.Short() {
+		t.Skip("etcd: run by the full suite")
+	}
 	c := testetcd.Start(t, 3)
 	prefix := uniquePrefix()
 	up := newRecordingUpstream(t)

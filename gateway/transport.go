@@ -270,7 +270,7 @@ func (c *upstreamConn) exchange(req *http.Request, headerTimeout time.Duration) 
 	c.sent = 0
 	by := deliverBy(ctx)
 	if !by.IsZero() && !time.Now().Before(by) {
-		return nil, cutUnsent
+		return nil, errCutUnsent
 	}
 	stop := context.AfterFunc(ctx, func() { c.conn.SetDeadline(aLongTimeAgo) })
 	if err := c.send(ctx, req, by); err != nil {
