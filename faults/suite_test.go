@@ -205,10 +205,10 @@ func runSuite(t *testing.T, store string, seed uint64, hold time.Duration, combo
 			// The jump alone must have met leased writes on the jumped
 			// replicas.
 			n := leasedInFlight(h, win)
-			t.Logf("leased writes admitted while clocks were jumped, by replica: %v", n)
+			t.Logf("leased writes decided while clocks were jumped, by replica: %v", n)
 			for r, k := range n {
 				if k == 0 {
-					t.Errorf("no leased write was admitted through replica %d while its clock was jumped: the fault was not exercised", r)
+					t.Errorf("no leased write was decided through replica %d while its clock was jumped: the fault was not exercised", r)
 				}
 			}
 		}
