@@ -156,7 +156,8 @@ func unreachable(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// TestURLAddress: a redis:// URL carries the password and the database.
+// TestURLAddress: a redis:// URL carries the user, the password and the
+// database; a user limited to GET and ROLE on the lock keys can read them.
 func TestURLAddress(t *testing.T) {
 	srv := testredis.Start(t)
 	ctx := sourcetest.Context(t, 10*time.Second)
@@ -172,6 +173,14 @@ func TestURLAddress(t *testing.T) {
 	sourcetest.MustLeader(t, s, "jobs", source.Leader{Epoch: 5, Live: true})
 	s0 := open(t, redissource.Options{Address: "redis://default:s3cret-pw@" + srv.Addr()})
 	sourcetest.MustLeader(t, s0, "jobs", source.Leader{Epoch: 3, Live: true})
+
+	// The least an ACL user needs: GET and ROLE, on the lock keys.
+	if err := db2.Do(ctx, "ACL", "SETUSER", "fencegw", "on", ">gw-pw", "~fencegw:*", "+get", "+role").Err(); err != nil {
+		t.Fatalf("ACL SETUSER: %v", err)
+	}
+	acl := open(t, redissource.Options{Address: "redis://fencegw:gw-pw@" + srv.Addr()})
+	sourcetest.MustLeader(t, acl, "jobs", source.Leader{Epoch: 3, Live: true})
+	mustFail(t, open(t, redissource.Options{Address: "redis://fencegw:gw-pw@" + srv.Addr(), Key: "other:{resource}"}), "jobs", nil)
 
 	_, err := redissource.Open(ctx, redissource.Options{Address: "redis://:wrong-pw@" + srv.Addr() + "/2"})
 	if err == nil {
