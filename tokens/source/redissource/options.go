@@ -92,17 +92,22 @@ func ParseAddress(address string) (*redis.Options, error) {
 	return ro, nil
 }
 
-// checkHostPort checks a plain "host:port" address.
+// checkHostPort checks a plain "host:port" address. Its errors repeat the
+// address unless it holds an "@", which may follow a password.
 func checkHostPort(a string) error {
+	what := fmt.Sprintf("address %q", a)
+	if strings.Contains(a, "@") {
+		what = "address (not repeated: it holds an @)"
+	}
 	host, port, err := net.SplitHostPort(a)
 	if err != nil {
-		return fmt.Errorf("address %q: want host:port or a redis:// or rediss:// URL", a)
+		return fmt.Errorf("%s: want host:port or a redis:// or rediss:// URL", what)
 	}
 	if host == "" {
-		return fmt.Errorf("address %q: no host", a)
+		return fmt.Errorf("%s: no host", what)
 	}
 	if strings.ContainsAny(host, "/@?# \t") {
-		return fmt.Errorf("address %q: not a host name", a)
+		return fmt.Errorf("%s: not a host name", what)
 	}
 	return checkPort(port)
 }

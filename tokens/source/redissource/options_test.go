@@ -81,6 +81,11 @@ func TestParseAddress(t *testing.T) {
 			t.Errorf("ParseAddress(%q) = %q, want an error", a, o.Addr)
 		}
 	}
+	for _, a := range []string{"app:hunter22@db:6379", "hunter22@db", ":hunter22@db:1", "redis://:hunter22@db:0", "redis://:hunter22@[::1/0"} {
+		if _, err := ParseAddress(a); err == nil || strings.Contains(err.Error(), "hunter22") {
+			t.Errorf("ParseAddress(%q) = %v, want an error without the password", a, err)
+		}
+	}
 }
 
 // FuzzAddress: ParseAddress never panics, and what it accepts names a host
