@@ -29,8 +29,20 @@ func (s *Store) auditIndexReady(ctx context.Context) (bool, error) {
 // IndexAudit indexes the audit's entries written before the index (by an
 // older version), resuming where an interrupted run stopped, and records
 // that every entry is indexed; until then filtered queries read the whole
-// log. Queries start it in the background; call it to wait for it.
+// log. Queries start it in the background; call it to wait for it. Runs
+// are one at a time: a call while another runs waits for it.
 func (s *Store) IndexAudit(ctx context.Context) error {
+	if ready, err := s.auditIndexVersioned(ctx); err != nil || ready {
+		return err
+	}
+	run := s.auditIdx.runner()
+	select {
+	case run <- struct{}{}:
+		defer func() { <-run }()
+	case <-ctx.Done():
+		return unavailable("audit index", "", ctx.Err())
+	}
+	// The run waited for may have completed the index.
 	if ready, err := s.auditIndexVersioned(ctx); err != nil || ready {
 		return err
 	}
@@ -66,6 +78,16 @@ func (s *Store) startAuditBackfill() {
 			st.mu.Unlock()
 		}
 	}()
+}
+
+// runner returns the semaphore that lets one backfill run at a time.
+func (st *auditIndexState) runner() chan struct{} {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.run == nil {
+		st.run = make(chan struct{}, 1)
+	}
+	return st.run
 }
 
 // stop ends a backfill under way and waits for it.

@@ -45,6 +45,7 @@ type auditIndexState struct {
 	mu     sync.Mutex
 	cancel context.CancelFunc
 	done   chan struct{}                        // closed when the backfill ends; nil when none ran or it failed
+	run    chan struct{}                        // held by the backfill running (runner)
 	spans  map[tokens.AuditStream]time.Duration // the spans this Store raised (auditspan.go)
 }
 
