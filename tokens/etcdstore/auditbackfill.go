@@ -98,6 +98,8 @@ func (st *auditIndexState) stop() {
 	st.mu.Unlock()
 	if cancel != nil {
 		cancel()
+	}
+	if done != nil { // nil once a run failed: nothing runs
 		<-done
 	}
 }
