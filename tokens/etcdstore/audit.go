@@ -36,7 +36,7 @@ func (s *Store) PutAudit(ctx context.Context, entries []tokens.AuditEntry) error
 	}
 	for len(entries) > 0 {
 		n := min(len(entries), auditTxnEntries)
-		ops := make([]clientv3.Op, 0, n*auditOpsPerEntry)
+		ops := make([]clientv3.Op, 0, n*auditOpsPerEntry+len(tokens.AuditStreams()))
 		for _, e := range entries[:n] {
 			put, err := s.auditPutOps(e)
 			if err != nil {
@@ -47,6 +47,7 @@ func (s *Store) PutAudit(ctx context.Context, entries []tokens.AuditEntry) error
 		if err := s.raiseAuditSpans(ctx, entries[:n]); err != nil {
 			return unavailable("audit", "", err)
 		}
+		ops = append(ops, s.raiseAuditNewestOps(entries[:n])...)
 		if _, err := s.cli.Txn(ctx).Then(ops...).Commit(); err != nil {
 			return unavailable("audit", "", err)
 		}

@@ -129,9 +129,9 @@ func (s *Store) backfillAuditIndex(ctx context.Context) error {
 }
 
 // auditBackfillEntries is how many entries one backfill transaction
-// indexes: three index keys each and the cursor, within etcd's default
-// limit of 128 operations.
-const auditBackfillEntries = (128 - 1) / (auditOpsPerEntry - 1)
+// indexes: three index keys each, the cursor and the stream's newest
+// interval start, within etcd's default limit of 128 operations.
+const auditBackfillEntries = (128 - 1 - auditNewestOps) / (auditOpsPerEntry - 1)
 
 // backfillAuditStream indexes stream's entries after its cursor. Each
 // transaction puts the index keys of entries that still exist as read
@@ -176,6 +176,7 @@ func (s *Store) backfillAuditStream(ctx context.Context, stream tokens.AuditStre
 		}
 		last := string(page.Kvs[len(page.Kvs)-1].Key)
 		ops = append(ops, clientv3.OpPut(cursorKey, last[len(base):]))
+		ops = append(ops, s.raiseAuditNewestOps(entries)...)
 		done, err := s.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
 		if err != nil {
 			return err

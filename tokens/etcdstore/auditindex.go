@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/fencegw/fencegw/tokens"
@@ -48,8 +50,9 @@ const (
 const auditOpsPerEntry = 4
 
 // auditTxnEntries bounds the entries of one transaction, within etcd's
-// default limit of 128 operations.
-const auditTxnEntries = 128/auditOpsPerEntry - 1
+// default limit of 128 operations (nested ones included) with the
+// operations that raise each stream's newest interval start.
+const auditTxnEntries = (128 - 3*auditNewestOps) / auditOpsPerEntry
 
 // auditIndexState is whether the index is known complete, and the
 // backfill running in the background, if any.
@@ -160,43 +163,112 @@ func (s *Store) CountAuditIndex(ctx context.Context, stream tokens.AuditStream) 
 }
 
 // listAuditIndexed reads the index keys under ibase (an index prefix of
-// q's stream) of the IDs in [lo, hi), highest first: ascending range
-// reads of at most auditScanBatch keys, each followed by reads of the
-// entries they name, until q.Limit entries matched. An index key whose
-// entry is gone (a purge under way) is skipped.
+// q's stream) of the IDs in [lo, hi), highest first, each read followed
+// by reads of the entries its keys name, until q.Limit entries matched.
+// An index key whose entry is gone (a purge under way) is skipped.
+//
+// Each read is an ascending range read with a limit, and also bounded in
+// time: etcd counts every key of a range it reads, whatever the limit, so
+// a read of the rest of a long index would cost the whole index. A read
+// covers a window of interval starts below the last ID read (the first,
+// also every ID above it), starting from the stream's newest interval
+// start (auditNewest; the clock's now when none is recorded) or hi's,
+// whichever is lower. A window that filled the read's limit is followed
+// by one as long as the interval starts it returned spanned; one that did
+// not, by one twice as long (eight times when it held no key). So a read
+// counts about as many keys as it returns.
 func (s *Store) listAuditIndexed(ctx context.Context, q tokens.AuditQuery, ibase, lo, hi string) ([]tokens.AuditEntry, error) {
-	from, to := auditInvRange(ibase, lo, hi)
+	t, err := s.auditListStart(ctx, q.Stream, hi)
+	if err != nil {
+		return nil, err
+	}
+	top, width := hi, auditWindow.Milliseconds()
 	var out []tokens.AuditEntry
 	for len(out) < q.Limit {
+		winLo := lo
+		if t-width > 0 {
+			winLo = max(lo, fmt.Sprintf("%0*d", auditIDTime, t-width))
+		}
 		// A page of a few entries reads a few more keys than it needs,
 		// not a whole batch.
 		batch := min(auditScanBatch, max(q.Limit-len(out), 32))
+		from, to := auditInvRange(ibase, winLo, top)
 		resp, err := s.cli.Get(ctx, from, clientv3.WithRange(to), clientv3.WithLimit(int64(batch)), clientv3.WithKeysOnly())
 		if err != nil {
 			return nil, err
 		}
-		ids := make([]string, 0, len(resp.Kvs))
-		more := resp.More
-		for _, kv := range resp.Kvs {
-			id := auditInvertID(string(kv.Key[len(ibase):]))
-			in, next := auditIDIn(id, lo, hi)
-			if !next {
-				more = false
-				break
-			}
-			if in {
-				ids = append(ids, id)
-			}
+		ids, done := auditIndexIDs(resp.Kvs, len(ibase), lo, hi)
+		if out, err = s.appendAuditEntries(ctx, q, out, ids); err != nil || done {
+			return out, err
 		}
-		if out, err = s.appendAuditEntries(ctx, q, out, ids); err != nil {
-			return nil, err
+		if resp.More && len(resp.Kvs) > 0 {
+			first := auditIDStart(auditInvertID(string(resp.Kvs[0].Key[len(ibase):])))
+			top = auditInvertID(string(resp.Kvs[len(resp.Kvs)-1].Key[len(ibase):]))
+			t = auditIDStart(top)
+			width = max(first-t, 1)
+			continue
 		}
-		if !more || len(resp.Kvs) == 0 {
+		if winLo == lo {
 			break
 		}
-		from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+		top, t = winLo, t-width
+		switch {
+		case len(resp.Kvs) == 0:
+			width *= 8
+		case len(resp.Kvs) < batch/2:
+			width *= 2
+		}
 	}
 	return out, nil
+}
+
+// auditListStart returns the interval start a list of the IDs below hi
+// starts its first window at (listAuditIndexed): hi's interval start or
+// the stream's newest, whichever is lower; the clock's now when neither
+// is known.
+func (s *Store) auditListStart(ctx context.Context, stream tokens.AuditStream, hi string) (int64, error) {
+	newest, ok, err := s.auditNewest(ctx, stream)
+	if err != nil {
+		return 0, err
+	}
+	switch {
+	case auditIDDigits(hi) && ok:
+		return min(auditIDStart(hi), newest), nil
+	case auditIDDigits(hi):
+		return auditIDStart(hi), nil
+	case ok:
+		return newest, nil
+	}
+	return s.clock.Now().UnixMilli(), nil
+}
+
+// auditIDStart returns the interval start of an ID that begins with 13
+// digits (auditIDDigits), in Unix milliseconds.
+func auditIDStart(id string) int64 {
+	ms, _ := strconv.ParseInt(id[:auditIDTime], 10, 64)
+	return ms
+}
+
+// auditWindow is the first window of interval starts a list reads
+// (listAuditIndexed).
+const auditWindow = time.Second
+
+// auditIndexIDs returns the IDs that the index keys kvs end in (after
+// their first at bytes) in [lo, hi), in their order, and whether one
+// below lo ended the list.
+func auditIndexIDs(kvs []*mvccpb.KeyValue, at int, lo, hi string) (ids []string, done bool) {
+	ids = make([]string, 0, len(kvs))
+	for _, kv := range kvs {
+		id := auditInvertID(string(kv.Key[at:]))
+		in, more := auditIDIn(id, lo, hi)
+		if !more {
+			return ids, true
+		}
+		if in {
+			ids = append(ids, id)
+		}
+	}
+	return ids, false
 }
 
 // appendAuditEntries reads, in transactions of up to 128 gets, the
