@@ -76,8 +76,12 @@
 // P + "\x00auditidx2/" + stream + "/", one empty key per entry and
 // resource, per entry and kind (tokens.AuditIndexPrefix) and per entry
 // ("t/"), put and deleted in the transaction that puts or deletes the
-// entry; P + "\x00auditidx-span/" + stream holds the longest span of the
-// stream's entries (bounding a query by time), and
+// entry. etcd counts every key of a range it reads, whatever the limit,
+// so a list also bounds each read by a window of interval starts, from
+// the newest start of the stream's entries, which
+// P + "\x00auditidx2-newest/" + stream holds (raised in the transactions
+// that put them). P + "\x00auditidx-span/" + stream holds the longest
+// span of the stream's entries (bounding a query by time), and
 // P + "\x00auditidx2-version" says every entry is indexed (written by the
 // first write to a new store, or by the one-time backfill of entries of an
 // older version, which keeps its place in P + "\x00auditidx2-backfill/").
