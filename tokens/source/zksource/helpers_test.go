@@ -3,6 +3,7 @@ package zksource_test
 import (
 	"context"
 	"errors"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -111,4 +112,16 @@ func backend(srv *testzk.Server) *sourcetest.Backend {
 		},
 		Election: newElection(srv),
 	}
+}
+
+// unreachable returns a loopback host:port where nothing listened a moment
+// ago.
+func unreachable(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("Listen: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().String()
 }
