@@ -3,19 +3,18 @@ package config
 import (
 	"fmt"
 	"strings"
-)
 
-// ZooKeeperResource in a zookeeper source's path stands for the resource
-// name: each resource reads its own election.
-const ZooKeeperResource = "{resource}"
+	"github.com/fencegw/fencegw/tokens/source/redissource"
+	"github.com/fencegw/fencegw/tokens/source/zksource"
+)
 
 // EpochSource names an external election: the truth about who leads a
 // route's resource when its leaders bring their own lease.
 type EpochSource struct {
 	// Kind is postgres (a leader_lease table), etcd (a concurrency
-	// Election, whose epoch is the leader key's create revision) or
-	// zookeeper (an election of ephemeral sequential znodes, whose epoch is
-	// the leader node's czxid).
+	// Election, whose epoch is the leader key's create revision), redis
+	// (a lock key whose value is the epoch) or zookeeper (an election of
+	// ephemeral sequential znodes, whose epoch is the leader node's czxid).
 	Kind string `yaml:"kind"`
 	// DSN is the PostgreSQL connection string (postgres).
 	DSN string `yaml:"dsn"`
@@ -30,12 +29,33 @@ type EpochSource struct {
 	Endpoints []string `yaml:"endpoints"`
 	// Prefix is the election prefix (etcd).
 	Prefix string `yaml:"prefix"`
+	// Address is the Redis primary: host:port, or a redis:// or rediss://
+	// URL with password and database (redis).
+	Address string `yaml:"address"`
+	// Key is the lock key, where {resource} stands for the route's
+	// resource (redis); default fencegw:{resource}.
+	Key string `yaml:"key"`
 	// Servers are the ZooKeeper ensemble's client addresses, host:port
 	// (zookeeper).
 	Servers []string `yaml:"servers"`
 	// Path is the election's parent znode (zookeeper); {resource} in it
 	// stands for the resource name.
 	Path string `yaml:"path"`
+}
+
+// oneElection reports whether the source reads one election for every
+// resource of the route: an etcd election, a Redis key without
+// {resource}, or a ZooKeeper path without {resource}.
+func (s *EpochSource) oneElection() bool {
+	switch s.Kind {
+	case "etcd":
+		return true
+	case "redis":
+		return s.Key != "" && !strings.Contains(s.Key, redissource.ResourcePlaceholder)
+	case "zookeeper":
+		return !strings.Contains(s.Path, zksource.ResourcePlaceholder)
+	}
+	return false
 }
 
 func (s *EpochSource) validate(at string) []error {
@@ -50,6 +70,9 @@ func (s *EpochSource) validate(at string) []error {
 		}
 		if len(s.Endpoints) > 0 || s.Prefix != "" {
 			bad("endpoints", "endpoints and prefix are for kind etcd")
+		}
+		if s.Address != "" || s.Key != "" {
+			bad("address", "address and key are for kind redis")
 		}
 		if len(s.Servers) > 0 || s.Path != "" {
 			bad("servers", "servers and path are for kind zookeeper")
@@ -69,13 +92,31 @@ func (s *EpochSource) validate(at string) []error {
 		if s.DSN != "" || s.Table != "" {
 			bad("dsn", "dsn and table are for kind postgres")
 		}
+		if s.Address != "" || s.Key != "" {
+			bad("address", "address and key are for kind redis")
+		}
+		if len(s.Servers) > 0 || s.Path != "" {
+			bad("servers", "servers and path are for kind zookeeper")
+		}
+	case "redis":
+		if s.Address == "" {
+			bad("address", "the Redis primary is required (host:port, or a redis:// or rediss:// URL)")
+		} else if _, err := redissource.ParseAddress(s.Address); err != nil {
+			bad("address", "%v", err)
+		}
+		if s.DSN != "" || s.Table != "" {
+			bad("dsn", "dsn and table are for kind postgres")
+		}
+		if len(s.Endpoints) > 0 || s.Prefix != "" {
+			bad("endpoints", "endpoints and prefix are for kind etcd")
+		}
 		if len(s.Servers) > 0 || s.Path != "" {
 			bad("servers", "servers and path are for kind zookeeper")
 		}
 	case "zookeeper":
 		s.validateZooKeeper(bad)
 	default:
-		bad("kind", "must be postgres, etcd or zookeeper, got %q", s.Kind)
+		bad("kind", "must be postgres, etcd, redis or zookeeper, got %q", s.Kind)
 	}
 	return errs
 }
@@ -92,8 +133,8 @@ func (s *EpochSource) validateZooKeeper(bad func(field, format string, args ...a
 	}
 	if s.Path == "" {
 		bad("path", "the election's parent znode is required")
-	} else if msg := zooKeeperPath(s.Path); msg != "" {
-		bad("path", "%s, got %q", msg, s.Path)
+	} else if err := zksource.CheckPath(s.Path); err != nil {
+		bad("path", "%v", err)
 	}
 	if s.DSN != "" || s.Table != "" {
 		bad("dsn", "dsn and table are for kind postgres")
@@ -101,26 +142,7 @@ func (s *EpochSource) validateZooKeeper(bad func(field, format string, args ...a
 	if len(s.Endpoints) > 0 || s.Prefix != "" {
 		bad("endpoints", "endpoints and prefix are for kind etcd")
 	}
-}
-
-// zooKeeperPath says what is wrong with an election path, or returns "":
-// it must be absolute and below the root, without a trailing slash, empty,
-// . or .. segments, control characters or braces other than {resource}
-// (ZooKeeper refuses such paths, and no request should find out).
-func zooKeeperPath(p string) string {
-	sample := strings.ReplaceAll(p, ZooKeeperResource, "x")
-	switch {
-	case !strings.HasPrefix(p, "/") || p == "/":
-		return "must be an absolute znode path below the root"
-	case strings.ContainsAny(sample, "{}"):
-		return "must not hold placeholders other than " + ZooKeeperResource
-	case strings.IndexFunc(p, func(r rune) bool { return r < 0x20 || (r >= 0x7f && r <= 0x9f) }) >= 0:
-		return "must not hold control characters"
+	if s.Address != "" || s.Key != "" {
+		bad("address", "address and key are for kind redis")
 	}
-	for _, seg := range strings.Split(sample[1:], "/") {
-		if seg == "" || seg == "." || seg == ".." {
-			return "must not have empty, . or .. segments (nor a trailing /)"
-		}
-	}
-	return ""
 }

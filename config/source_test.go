@@ -1,72 +1,60 @@
 package config_test
 
 import (
-	"errors"
 	"strings"
 	"testing"
 
 	"github.com/fencegw/fencegw/config"
 )
 
-// route is a raw route with the given resource and epoch_source (YAML flow
-// mappings).
-func route(resource, src string) string {
-	return `routes: [{prefix: /a/, upstream: "http://127.0.0.1:9", tokens: raw, resource: "` + resource +
-		`", epoch_source: ` + src + `}]`
+// validateRoute validates a configuration whose only route is a raw route
+// with resource and the epoch_source given as YAML flow.
+func validateRoute(t *testing.T, resource, src string) error {
+	t.Helper()
+	doc := "routes: [{prefix: /jobs/, upstream: \"http://127.0.0.1:9\", tokens: raw, resource: " +
+		resource + ", epoch_source: " + src + "}]"
+	c, err := config.Parse([]byte(doc))
+	if err != nil {
+		return err
+	}
+	return c.Validate()
 }
 
-// TestZooKeeperSourceValid: a fixed resource with any path, and a resource
-// template with a path that selects the election by {resource}.
-func TestZooKeeperSourceValid(t *testing.T) {
-	for _, doc := range []string{
-		route("report", `{kind: zookeeper, servers: ["zk1:2181", "zk2:2181"], path: /services/report/leader}`),
-		route("tenant-{segment:1}", `{kind: zookeeper, servers: ["zk1:2181"], path: "/tenants/{resource}/leader"}`),
-		route("report", `{kind: zookeeper, servers: ["[::1]:2181"], path: "/e/{resource}"}`),
+// TestRedisEpochSource: kind redis needs a parseable address, takes an
+// optional key, refuses the other kinds' keys and theirs refuse its own; a
+// key without {resource} needs a fixed resource, as etcd does.
+func TestRedisEpochSource(t *testing.T) {
+	for _, ok := range []struct{ resource, src string }{
+		{"report", `{kind: redis, address: "127.0.0.1:6379"}`},
+		{"report", `{kind: redis, address: "rediss://fencegw:pw@cache.internal:6380/2", key: "locks:{resource}"}`},
+		{"report", `{kind: redis, address: "redis://db", key: "the-one-lock"}`},
+		{"\"tenant-{segment:1}\"", `{kind: redis, address: "db:6379"}`},
+		{"\"tenant-{segment:1}\"", `{kind: redis, address: "db:6379", key: "lock/{resource}"}`},
 	} {
-		c, err := config.Parse([]byte(doc))
-		if err == nil {
-			err = c.Validate()
-		}
-		if err != nil {
-			t.Errorf("%s: %v", doc, err)
-			continue
-		}
-		if s := c.Routes[0].EpochSource; s.Kind != "zookeeper" || len(s.Servers) == 0 || s.Path == "" {
-			t.Errorf("%s: parsed %+v", doc, s)
+		if err := validateRoute(t, ok.resource, ok.src); err != nil {
+			t.Errorf("%s with resource %s: %v", ok.src, ok.resource, err)
 		}
 	}
-}
-
-// TestZooKeeperSourceInvalid: each mistake is named by its field.
-func TestZooKeeperSourceInvalid(t *testing.T) {
-	for doc, want := range map[string]string{
-		route("r", `{kind: zookeeper, path: /e}`):                                                   "routes[0].epoch_source.servers: at least one host:port",
-		route("r", `{kind: zookeeper, servers: [zk1], path: /e}`):                                   "routes[0].epoch_source.servers[0]: not a host:port",
-		route("r", `{kind: zookeeper, servers: ["zk1:2181"]}`):                                      "routes[0].epoch_source.path: the election's parent znode is required",
-		route("r", `{kind: zookeeper, servers: ["zk1:2181"], path: e/f}`):                           "routes[0].epoch_source.path: must be an absolute znode path",
-		route("r", `{kind: zookeeper, servers: ["zk1:2181"], path: /}`):                             "routes[0].epoch_source.path: must be an absolute znode path below the root",
-		route("r", `{kind: zookeeper, servers: ["zk1:2181"], path: /e/}`):                           "routes[0].epoch_source.path: must not have empty",
-		route("r", `{kind: zookeeper, servers: ["zk1:2181"], path: /e/../f}`):                       "routes[0].epoch_source.path: must not have empty",
-		route("r", `{kind: zookeeper, servers: ["zk1:2181"], path: "/e/{segment:1}"}`):              "routes[0].epoch_source.path: must not hold placeholders other than {resource}",
-		route("r", `{kind: zookeeper, servers: ["zk1:2181"], path: "/e/\x01"}`):                     "routes[0].epoch_source.path: must not hold control characters",
-		route("r", `{kind: zookeeper, servers: ["zk1:2181"], path: /e, dsn: "postgres://x/y"}`):     "routes[0].epoch_source.dsn: dsn and table are for kind postgres",
-		route("r", `{kind: zookeeper, servers: ["zk1:2181"], path: /e, endpoints: ["e:2379"]}`):     "routes[0].epoch_source.endpoints: endpoints and prefix are for kind etcd",
-		route("r", `{kind: etcd, endpoints: ["e:2379"], prefix: /p, servers: ["zk1:2181"]}`):        "routes[0].epoch_source.servers: servers and path are for kind zookeeper",
-		route("r", `{kind: postgres, dsn: "postgres://x/y", path: /e}`):                             "routes[0].epoch_source.servers: servers and path are for kind zookeeper",
-		route("t-{segment:1}", `{kind: zookeeper, servers: ["zk1:2181"], path: /e}`):                "routes[0].resource: must be a fixed name with a zookeeper epoch_source whose path has no {resource}",
-		route("{header:X-Tenant}", `{kind: zookeeper, servers: ["zk1:2181"], path: "/{resource}"}`): "routes[0].resource: must not use {header:…}",
+	for _, tc := range []struct{ resource, src, want string }{
+		{"r", `{kind: redis}`, "routes[0].epoch_source.address: the Redis primary is required"},
+		{"r", `{kind: redis, address: db}`, "routes[0].epoch_source.address: address \"db\": want host:port"},
+		{"r", `{kind: redis, address: "db:0"}`, "routes[0].epoch_source.address: address: port"},
+		{"r", `{kind: redis, address: "unix:///run/redis.sock"}`, "routes[0].epoch_source.address: address: scheme \"unix\""},
+		{"r", `{kind: redis, address: "redis://:hunter22@db/x"}`, "routes[0].epoch_source.address: address: redis: invalid database number"},
+		{"r", `{kind: redis, address: "db:6379", dsn: "postgres://x/y"}`, "routes[0].epoch_source.dsn: dsn and table are for kind postgres"},
+		{"r", `{kind: redis, address: "db:6379", prefix: /e}`, "routes[0].epoch_source.endpoints: endpoints and prefix are for kind etcd"},
+		{"r", `{kind: postgres, dsn: "postgres://x/y", key: k}`, "routes[0].epoch_source.address: address and key are for kind redis"},
+		{"r", `{kind: etcd, endpoints: ["e:2379"], prefix: /e, address: "db:6379"}`, "routes[0].epoch_source.address: address and key are for kind redis"},
+		{"\"tenant-{segment:1}\"", `{kind: redis, address: "db:6379", key: "one-lock"}`,
+			"routes[0].resource: must be a fixed name with a redis epoch_source whose key has no {resource}"},
+		{"\"{header:X-Tenant}\"", `{kind: redis, address: "db:6379"}`, "routes[0].resource: must not use {header:…}"},
 	} {
-		c, err := config.Parse([]byte(doc))
-		if err == nil {
-			err = c.Validate()
+		err := validateRoute(t, tc.resource, tc.src)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s with resource %s:\n  got  %v\n  want %q", tc.src, tc.resource, err, tc.want)
 		}
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%s\n  got  %v\n  want %q", doc, err, want)
-			continue
-		}
-		var fe *config.FieldError
-		if !errors.As(err, &fe) {
-			t.Errorf("%s: error %v is not a *FieldError", doc, err)
+		if err != nil && strings.Contains(err.Error(), "hunter22") {
+			t.Errorf("%s: the error %q repeats the password", tc.src, err)
 		}
 	}
 }

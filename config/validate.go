@@ -224,8 +224,8 @@ func cleanPrefix(p string) bool {
 // sourceResource checks the resource of a route with an epoch source: the
 // client must not choose which election vouches for its write. A header
 // placeholder would let it (the upstream need not read that header at
-// all); an etcd source, and a zookeeper source whose path has no
-// {resource}, read one election for the whole route, so its resource must
+// all); an etcd source, or a redis key or zookeeper path without
+// {resource}, reads one election for the whole route, so its resource must
 // be one fixed name.
 func sourceResource(at, resource string, src *EpochSource) []error {
 	field := at + ".resource"
@@ -236,12 +236,15 @@ func sourceResource(at, resource string, src *EpochSource) []error {
 	if err != nil {
 		return nil // reported with the template itself
 	}
-	if _, static := t.Static(); src.Kind == "etcd" && !static {
-		return []error{&FieldError{Field: field, Msg: "must be a fixed name with an etcd epoch_source: one election vouches for the whole route"}}
-	}
-	if _, static := t.Static(); src.Kind == "zookeeper" && !static && !strings.Contains(src.Path, ZooKeeperResource) {
-		return []error{&FieldError{Field: field, Msg: "must be a fixed name with a zookeeper epoch_source whose path has no " +
-			ZooKeeperResource + ": one election vouches for the whole route"}}
+	if _, static := t.Static(); src.oneElection() && !static {
+		what := "an etcd epoch_source"
+		switch src.Kind {
+		case "redis":
+			what = "a redis epoch_source whose key has no {resource}"
+		case "zookeeper":
+			what = "a zookeeper epoch_source whose path has no {resource}"
+		}
+		return []error{&FieldError{Field: field, Msg: "must be a fixed name with " + what + ": one election vouches for the whole route"}}
 	}
 	if t.HasHeader() {
 		return []error{&FieldError{Field: field, Msg: "must not use {header:…} with an epoch_source: the client would choose which election vouches for it"}}

@@ -13,6 +13,7 @@ import (
 	"github.com/fencegw/fencegw/tokens/source"
 	"github.com/fencegw/fencegw/tokens/source/etcdsource"
 	"github.com/fencegw/fencegw/tokens/source/pgsource"
+	"github.com/fencegw/fencegw/tokens/source/redissource"
 	"github.com/fencegw/fencegw/tokens/source/zksource"
 )
 
@@ -46,6 +47,12 @@ func (o *sourceSet) open(field string, c *config.EpochSource) (tokens.EpochSourc
 			return nil, fmt.Errorf("%s: %w", field, err)
 		}
 		s = es.ForPrefix(c.Prefix) // closing the view closes es
+	case "redis":
+		rs, err := redissource.Open(ctx, redissource.Options{Address: c.Address, Key: c.Key})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", field, err)
+		}
+		s = rs
 	case "zookeeper":
 		zs, err := zksource.Open(ctx, zksource.Options{Servers: c.Servers, Path: c.Path})
 		if err != nil {
