@@ -5,14 +5,16 @@ import (
 	"strings"
 
 	"github.com/fencegw/fencegw/tokens/source/redissource"
+	"github.com/fencegw/fencegw/tokens/source/zksource"
 )
 
 // EpochSource names an external election: the truth about who leads a
 // route's resource when its leaders bring their own lease.
 type EpochSource struct {
 	// Kind is postgres (a leader_lease table), etcd (a concurrency
-	// Election, whose epoch is the leader key's create revision) or redis
-	// (a lock key whose value is the epoch).
+	// Election, whose epoch is the leader key's create revision), redis
+	// (a lock key whose value is the epoch) or zookeeper (an election of
+	// ephemeral sequential znodes, whose epoch is the leader node's czxid).
 	Kind string `yaml:"kind"`
 	// DSN is the PostgreSQL connection string (postgres).
 	DSN string `yaml:"dsn"`
@@ -33,17 +35,25 @@ type EpochSource struct {
 	// Key is the lock key, where {resource} stands for the route's
 	// resource (redis); default fencegw:{resource}.
 	Key string `yaml:"key"`
+	// Servers are the ZooKeeper ensemble's client addresses, host:port
+	// (zookeeper).
+	Servers []string `yaml:"servers"`
+	// Path is the election's parent znode (zookeeper); {resource} in it
+	// stands for the resource name.
+	Path string `yaml:"path"`
 }
 
 // oneElection reports whether the source reads one election for every
-// resource of the route: an etcd election, or a Redis key without
-// {resource}.
+// resource of the route: an etcd election, a Redis key without
+// {resource}, or a ZooKeeper path without {resource}.
 func (s *EpochSource) oneElection() bool {
 	switch s.Kind {
 	case "etcd":
 		return true
 	case "redis":
 		return s.Key != "" && !strings.Contains(s.Key, redissource.ResourcePlaceholder)
+	case "zookeeper":
+		return !strings.Contains(s.Path, zksource.ResourcePlaceholder)
 	}
 	return false
 }
@@ -64,6 +74,9 @@ func (s *EpochSource) validate(at string) []error {
 		if s.Address != "" || s.Key != "" {
 			bad("address", "address and key are for kind redis")
 		}
+		if len(s.Servers) > 0 || s.Path != "" {
+			bad("servers", "servers and path are for kind zookeeper")
+		}
 	case "etcd":
 		if len(s.Endpoints) == 0 {
 			bad("endpoints", "at least one host:port is required")
@@ -82,6 +95,9 @@ func (s *EpochSource) validate(at string) []error {
 		if s.Address != "" || s.Key != "" {
 			bad("address", "address and key are for kind redis")
 		}
+		if len(s.Servers) > 0 || s.Path != "" {
+			bad("servers", "servers and path are for kind zookeeper")
+		}
 	case "redis":
 		if s.Address == "" {
 			bad("address", "the Redis primary is required (host:port, or a redis:// or rediss:// URL)")
@@ -94,8 +110,39 @@ func (s *EpochSource) validate(at string) []error {
 		if len(s.Endpoints) > 0 || s.Prefix != "" {
 			bad("endpoints", "endpoints and prefix are for kind etcd")
 		}
+		if len(s.Servers) > 0 || s.Path != "" {
+			bad("servers", "servers and path are for kind zookeeper")
+		}
+	case "zookeeper":
+		s.validateZooKeeper(bad)
 	default:
-		bad("kind", "must be postgres, etcd or redis, got %q", s.Kind)
+		bad("kind", "must be postgres, etcd, redis or zookeeper, got %q", s.Kind)
 	}
 	return errs
+}
+
+// validateZooKeeper checks the keys of kind zookeeper.
+func (s *EpochSource) validateZooKeeper(bad func(field, format string, args ...any)) {
+	if len(s.Servers) == 0 {
+		bad("servers", "at least one host:port is required")
+	}
+	for i, a := range s.Servers {
+		if err := checkAddr(a); err != nil {
+			bad(fmt.Sprintf("servers[%d]", i), "%v", err)
+		}
+	}
+	if s.Path == "" {
+		bad("path", "the election's parent znode is required")
+	} else if err := zksource.CheckPath(s.Path); err != nil {
+		bad("path", "%v", err)
+	}
+	if s.DSN != "" || s.Table != "" {
+		bad("dsn", "dsn and table are for kind postgres")
+	}
+	if len(s.Endpoints) > 0 || s.Prefix != "" {
+		bad("endpoints", "endpoints and prefix are for kind etcd")
+	}
+	if s.Address != "" || s.Key != "" {
+		bad("address", "address and key are for kind redis")
+	}
 }

@@ -34,6 +34,19 @@ if ! command -v redis-server >/dev/null; then
 	fi
 fi
 
+# ZooKeeper: the zookeeper epoch source's tests (internal/testutil/testzk)
+# start a throwaway standalone server from Debian's zookeeper package (or
+# FENCEGW_TEST_ZOOKEEPER_JAR), installed here with apt-get when missing.
+if [ -z "${FENCEGW_TEST_ZOOKEEPER_JAR:-}" ] && [ ! -e /usr/share/java/zookeeper.jar ]; then
+	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+		echo "installing the ZooKeeper server for the tests"
+		apt-get update -qq
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zookeeper >/dev/null
+	else
+		echo "warning: no ZooKeeper server; ZooKeeper tests will skip (or fail with CI=true)" >&2
+	fi
+fi
+
 # Chromium: the browser tests of the web page (gateway/ui_browser_test.go)
 # run Debian's chromium headless (or FENCEGW_CHROMIUM), installed here with
 # apt-get when missing.

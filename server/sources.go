@@ -14,6 +14,7 @@ import (
 	"github.com/fencegw/fencegw/tokens/source/etcdsource"
 	"github.com/fencegw/fencegw/tokens/source/pgsource"
 	"github.com/fencegw/fencegw/tokens/source/redissource"
+	"github.com/fencegw/fencegw/tokens/source/zksource"
 )
 
 // sourceSet opens the epoch sources of one route table and closes them
@@ -52,6 +53,12 @@ func (o *sourceSet) open(field string, c *config.EpochSource) (tokens.EpochSourc
 			return nil, fmt.Errorf("%s: %w", field, err)
 		}
 		s = rs
+	case "zookeeper":
+		zs, err := zksource.Open(ctx, zksource.Options{Servers: c.Servers, Path: c.Path})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", field, err)
+		}
+		s = zs
 	default:
 		return nil, fmt.Errorf("%s.kind: unknown kind %q", field, c.Kind)
 	}

@@ -12,13 +12,14 @@
 // leader, and the caller must fail closed (503).
 //
 // Fencing depends on Current being fresh: every backend reads the truth
-// linearizably (the PostgreSQL primary, a linearizable etcd read), never a
-// cache or a replica. Coalesce lets concurrent checks of one resource share
-// reads without weakening that: a caller is only ever answered by a read
-// that started after it called. The Coalesced it returns is the
+// linearizably (the PostgreSQL primary, a linearizable etcd read, a ZooKeeper
+// read after sync), never a cache or a replica. Coalesce lets concurrent
+// checks of one resource share reads without weakening that: a caller is
+// only ever answered by a read that started after it called. The Coalesced it returns is the
 // tokens.EpochSource a route checks epochs against.
 //
-// Backends live in subpackages: pgsource (the seed's leader_lease table) and
-// etcdsource (a go.etcd.io/etcd/client/v3/concurrency Election). Each passes
-// the contract suite in package sourcetest.
+// Backends live in subpackages: pgsource (the seed's leader_lease table),
+// etcdsource (a go.etcd.io/etcd/client/v3/concurrency Election) and zksource
+// (a ZooKeeper election of ephemeral sequential znodes, as Curator's
+// LeaderLatch makes). Each passes the contract suite in package sourcetest.
 package source

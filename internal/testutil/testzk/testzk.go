@@ -1,0 +1,286 @@
+// Package testzk gives tests a throwaway standalone ZooKeeper server.
+//
+// It starts the server from Debian's zookeeper package (the class
+// org.apache.zookeeper.server.quorum.QuorumPeerMain in
+// /usr/share/java/zookeeper.jar, whose manifest names its dependencies, run
+// by the java on the PATH), or from the jar named by the environment
+// variable FENCEGW_TEST_ZOOKEEPER_JAR. Each Server has its own
+// configuration and data directory under the test's TempDir and listens on
+// a loopback port picked once at Start and kept across Stop and Restart,
+// with short ticks and no fsync: it is fast to start, and durable only
+// across restarts within one test, which is all a test needs.
+//
+// When the jar or java is missing, Start skips the test, or fails it if the
+// environment variable CI is "true".
+//
+// The methods of a Server must be called from the goroutine running the
+// test that started it (or one of its subtests): on failure they call
+// Fatalf on that test.
+package testzk
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+const (
+	envJar     = "FENCEGW_TEST_ZOOKEEPER_JAR"
+	defaultJar = "/usr/share/java/zookeeper.jar"
+	mainClass  = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
+
+	// tickMs is the server's tick: sessions may last from 2 ticks to
+	// maxSessionMs.
+	tickMs       = 200
+	maxSessionMs = 60000
+
+	// readyTimeout bounds every wait for the server to answer.
+	readyTimeout = 60 * time.Second
+)
+
+// Server is a running (or stopped) standalone ZooKeeper. Create it with
+// Start.
+type Server struct {
+	tb   testing.TB
+	dir  string
+	addr string
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd     // nil while stopped
+	done chan struct{} // closed when cmd has exited
+}
+
+// Start starts a server on a free loopback port, with its configuration
+// and data under tb.TempDir(), and waits until it answers "ruok". The
+// server is killed at tb.Cleanup.
+func Start(tb testing.TB) *Server {
+	tb.Helper()
+	java, jar, err := binaries()
+	if err != nil {
+		unavailable(tb, err)
+	}
+	dir := tb.TempDir() // before Cleanup(Stop): cleanups run last-in first-out
+	s := &Server{tb: tb, dir: dir}
+	tb.Cleanup(s.Stop)
+	port, err := freePort()
+	if err != nil {
+		tb.Fatalf("testzk: %v", err)
+	}
+	s.addr = fmt.Sprintf("127.0.0.1:%d", port)
+	if err := s.writeConfig(port); err != nil {
+		tb.Fatalf("testzk: %v", err)
+	}
+	if err := s.start(java, jar); err != nil {
+		tb.Fatalf("testzk: %v", err)
+	}
+	return s
+}
+
+// binaries finds java and the server jar.
+func binaries() (java, jar string, err error) {
+	jar = os.Getenv(envJar)
+	if jar == "" {
+		jar = defaultJar
+	}
+	if _, err := os.Stat(jar); err != nil {
+		return "", "", fmt.Errorf("no ZooKeeper server jar (install Debian's zookeeper package or set %s): %w", envJar, err)
+	}
+	java, err = exec.LookPath("java")
+	if err != nil {
+		return "", "", fmt.Errorf("no java for the ZooKeeper server: %w", err)
+	}
+	return java, jar, nil
+}
+
+// unavailable ends tb because ZooKeeper could not be had.
+func unavailable(tb testing.TB, err error) {
+	tb.Helper()
+	if os.Getenv("CI") == "true" {
+		tb.Fatalf("ZooKeeper unavailable: %v", err)
+	}
+	tb.Skipf("ZooKeeper unavailable (set CI=true to fail instead): %v", err)
+}
+
+// freePort returns a loopback TCP port that was free a moment ago.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("picking a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func (s *Server) writeConfig(port int) error {
+	data := filepath.Join(s.dir, "data")
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		return err
+	}
+	cfg := strings.Join([]string{
+		fmt.Sprintf("tickTime=%d", tickMs),
+		"dataDir=" + data,
+		fmt.Sprintf("clientPort=%d", port),
+		"clientPortAddress=127.0.0.1",
+		fmt.Sprintf("maxSessionTimeout=%d", maxSessionMs),
+		"admin.enableServer=false",
+		"4lw.commands.whitelist=ruok,srvr",
+		"preAllocSize=1024",
+		"",
+	}, "\n")
+	return os.WriteFile(filepath.Join(s.dir, "zoo.cfg"), []byte(cfg), 0o644)
+}
+
+// start runs the server and waits until it answers; its output goes to
+// zookeeper.log in the server's directory, whose end is quoted when it
+// does not come up.
+func (s *Server) start(java, jar string) error {
+	log, err := os.OpenFile(filepath.Join(s.dir, "zookeeper.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	cmd := exec.Command(java, "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+		"-Dzookeeper.forceSync=no", "-Dzookeeper.admin.enableServer=false",
+		"-cp", jar, mainClass, filepath.Join(s.dir, "zoo.cfg"))
+	cmd.Dir = s.dir
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting ZooKeeper: %w", err)
+	}
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(done)
+	}()
+	s.mu.Lock()
+	s.cmd, s.done = cmd, done
+	s.mu.Unlock()
+	if err := waitReady(s.addr, done); err != nil {
+		s.Stop()
+		return fmt.Errorf("ZooKeeper on %s: %w\n%s", s.addr, err, s.logTail())
+	}
+	return nil
+}
+
+// waitReady polls addr with "ruok" until it answers "imok", the process
+// exits, or readyTimeout passes.
+func waitReady(addr string, exited <-chan struct{}) error {
+	deadline := time.Now().Add(readyTimeout)
+	for {
+		if Ruok(addr) {
+			return nil
+		}
+		select {
+		case <-exited:
+			return errors.New("the server exited")
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no answer to ruok within %v", readyTimeout)
+		}
+	}
+}
+
+// Ruok reports whether the server at addr answers the four-letter word
+// "ruok" with "imok" within a second.
+func Ruok(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := c.Write([]byte("ruok")); err != nil {
+		return false
+	}
+	buf := make([]byte, 4)
+	n, _ := c.Read(buf)
+	return string(buf[:n]) == "imok"
+}
+
+func (s *Server) logTail() string {
+	b, err := os.ReadFile(filepath.Join(s.dir, "zookeeper.log"))
+	if err != nil {
+		return ""
+	}
+	if len(b) > 4000 {
+		b = b[len(b)-4000:]
+	}
+	return string(bytes.TrimSpace(b))
+}
+
+// Addr returns the server's client address, "127.0.0.1:PORT"; it stays
+// the same across Stop and Restart.
+func (s *Server) Addr() string { return s.addr }
+
+// Servers returns the connect string's one server, Addr.
+func (s *Server) Servers() []string { return []string{s.addr} }
+
+// Stop kills the server (SIGKILL, like a crash) and returns once it has
+// exited; its data stays for Restart. Its clients' connections are cut and
+// new ones are refused. Stopping a stopped server does nothing.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	cmd, done := s.cmd, s.done
+	s.cmd, s.done = nil, nil
+	s.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Kill()
+	<-done
+}
+
+// Restart starts the server again on the same port and data directory,
+// stopping it first if it runs, and waits until it answers. Sessions that
+// did not expire while it was down are still there: their clients
+// reconnect to them.
+func (s *Server) Restart() {
+	s.tb.Helper()
+	s.Stop()
+	java, jar, err := binaries()
+	if err != nil {
+		s.tb.Fatalf("testzk: %v", err)
+	}
+	if err := s.start(java, jar); err != nil {
+		s.tb.Fatalf("testzk: restart: %v", err)
+	}
+}
+
+// Conn returns a client connected to the server with a session of the
+// given timeout, once it has its session; it is closed when tb ends. The
+// client's own logs are discarded.
+func (s *Server) Conn(tb testing.TB, sessionTimeout time.Duration) *zk.Conn {
+	tb.Helper()
+	c, events, err := zk.Connect(s.Servers(), sessionTimeout, zk.WithLogger(quiet{}), zk.WithLogInfo(false))
+	if err != nil {
+		tb.Fatalf("testzk: connect: %v", err)
+	}
+	tb.Cleanup(c.Close)
+	deadline := time.After(readyTimeout)
+	for {
+		select {
+		case ev := <-events:
+			if ev.State == zk.StateHasSession {
+				return c
+			}
+		case <-deadline:
+			tb.Fatalf("testzk: no session with %s within %v", s.addr, readyTimeout)
+		}
+	}
+}
+
+// quiet is a zk.Logger that discards everything.
+type quiet struct{}
+
+func (quiet) Printf(string, ...any) {}
