@@ -63,7 +63,7 @@ fi
 
 # quick: the edit-test loop. Unit tests and the conformance suites on the
 # embedded store, without the race detector, the PostgreSQL and etcd
-# backends, the process tests, the benchmarks and the fault suite; with
+# (and Redis and ZooKeeper) backends, the process tests, the benchmarks and the fault suite; with
 # -short, so the slow tests (floods, long waits) are left to the full run.
 if [ "${1:-}" = quick ]; then
 	go vet ./...
