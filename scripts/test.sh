@@ -62,12 +62,13 @@ if [ -z "${FENCEGW_CHROMIUM:-}" ] && ! command -v chromium >/dev/null && ! comma
 fi
 
 # quick: the edit-test loop. Unit tests and the conformance suites on the
-# embedded store, without the race detector, the PostgreSQL and etcd
-# (and Redis and ZooKeeper) backends, the process tests, the benchmarks and the fault suite; with
+# embedded store, without the race detector, the PostgreSQL, etcd, Redis
+# and ZooKeeper backends, the process tests, the benchmarks and the fault
+# suite; with
 # -short, so the slow tests (floods, long waits) are left to the full run.
 if [ "${1:-}" = quick ]; then
 	go vet ./...
-	exec go test -short -count=1 -timeout 10m $(go list ./... | grep -vE '/(faults|bench)(/|$)|/cmd/fencegw$|/(pgstore|etcdstore|pgsource|etcdsource)$|/internal/testutil/(testpg|testetcd)$|/cmd/fencegw/internal/demo$')
+	exec go test -short -count=1 -timeout 10m $(go list ./... | grep -vE '/(faults|bench)(/|$)|/cmd/fencegw$|/(pgstore|etcdstore|pgsource|etcdsource|redissource|zksource)$|/internal/testutil/(testpg|testetcd|testredis|testzk)$|/cmd/fencegw/internal/demo$')
 fi
 
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
