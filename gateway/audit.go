@@ -4,69 +4,9 @@ import (
 	"github.com/fencegw/fencegw/wire"
 	"log/slog"
 	"net/http"
-	"time"
 
 	"github.com/fencegw/fencegw/tokens"
 )
-
-// Rejection is one entry of the audit of refused writes: the identical
-// refusals (resource, decision, epochs, holder, route, status) one replica
-// made within one interval, counted.
-type Rejection struct {
-	ID             string          `json:"id"`
-	Resource       string          `json:"resource"`
-	Decision       tokens.Decision `json:"decision"`
-	PresentedEpoch *wire.Epoch     `json:"presented_epoch,omitempty"`
-	CurrentEpoch   *wire.Epoch     `json:"current_epoch,omitempty"`
-	Holder         string          `json:"holder,omitempty"`
-	Replica        string          `json:"replica"`
-	Route          string          `json:"route"`
-	Status         int             `json:"status"`
-	Count          int64           `json:"count"`
-	First          time.Time       `json:"first"`
-	Last           time.Time       `json:"last"`
-	// TraceIDs are the traces of the first few refusals counted.
-	TraceIDs []string `json:"trace_ids"`
-}
-
-// Rejections is the body of GET /v1/audit/rejections.
-type Rejections struct {
-	Rejections []Rejection `json:"rejections"`
-	// NextCursor, when present, asks for the next (older) page.
-	NextCursor string `json:"next_cursor,omitempty"`
-}
-
-// LeaseRecord is one entry of the lease history: a grant, a release or a
-// lapse, or the renewals of one grant through one replica within one
-// interval, counted.
-type LeaseRecord struct {
-	ID      string     `json:"id"`
-	Name    string     `json:"name"`
-	Event   string     `json:"event"`
-	Holder  string     `json:"holder"`
-	Epoch   wire.Epoch `json:"epoch"`
-	Replica string     `json:"replica"`
-	Count   int64      `json:"count"`
-	// First and Last are the times of the first and last event counted;
-	// for an expiry, when the grant lapsed.
-	First time.Time `json:"first"`
-	Last  time.Time `json:"last"`
-	// ExpiresAt is when the grant lapses after the event (acquired and
-	// renewed).
-	ExpiresAt        *time.Time `json:"expires_at,omitempty"`
-	TTLSeconds       *float64   `json:"ttl_seconds,omitempty"`
-	LockDelaySeconds *float64   `json:"lock_delay_seconds,omitempty"`
-	// PreviousHolder and PreviousEpoch name the grant an acquire followed.
-	PreviousHolder string      `json:"previous_holder,omitempty"`
-	PreviousEpoch  *wire.Epoch `json:"previous_epoch,omitempty"`
-	TraceIDs       []string    `json:"trace_ids"`
-}
-
-// LeaseHistory is the body of GET /v1/audit/leases.
-type LeaseHistory struct {
-	Events     []LeaseRecord `json:"events"`
-	NextCursor string        `json:"next_cursor,omitempty"`
-}
 
 // Limits of an audit page.
 const (
@@ -83,9 +23,9 @@ func (c *control) rejections(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	out := Rejections{Rejections: make([]Rejection, 0, len(entries)), NextCursor: nextCursor(q, entries)}
+	out := wire.Rejections{Rejections: make([]wire.Rejection, 0, len(entries)), NextCursor: nextCursor(q, entries)}
 	for _, e := range entries {
-		rej := Rejection{ID: e.ID, Resource: e.Resource, Decision: tokens.Decision(e.Kind), Holder: e.Holder,
+		rej := wire.Rejection{ID: e.ID, Resource: e.Resource, Decision: e.Kind, Holder: e.Holder,
 			Replica: e.Replica, Route: e.Route, Status: e.Status, Count: e.Count, First: e.First, Last: e.Last,
 			TraceIDs: nonNil(e.TraceIDs)}
 		if e.Epoch > 0 {
@@ -108,9 +48,9 @@ func (c *control) leaseHistory(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	out := LeaseHistory{Events: make([]LeaseRecord, 0, len(entries)), NextCursor: nextCursor(q, entries)}
+	out := wire.LeaseHistory{Events: make([]wire.LeaseRecord, 0, len(entries)), NextCursor: nextCursor(q, entries)}
 	for _, e := range entries {
-		rec := LeaseRecord{ID: e.ID, Name: e.Resource, Event: e.Kind, Holder: e.Holder, Epoch: wire.Epoch(e.Epoch),
+		rec := wire.LeaseRecord{ID: e.ID, Name: e.Resource, Event: e.Kind, Holder: e.Holder, Epoch: wire.Epoch(e.Epoch),
 			Replica: e.Replica, Count: e.Count, First: e.First, Last: e.Last, PreviousHolder: e.PreviousHolder,
 			TraceIDs: nonNil(e.TraceIDs)}
 		if !e.ExpiresAt.IsZero() {

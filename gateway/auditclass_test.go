@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"fmt"
+	"github.com/fencegw/fencegw/wire"
 	"net/http"
 	"net/url"
 	"sync"
@@ -108,11 +109,11 @@ func TestAuditRecorderClassBudgets(t *testing.T) {
 	a, store, reader := newRecorder(t, gateway.AuditOptions{Interval: time.Hour, MaxPending: 100, JunkMaxPending: 100})
 	now := time.Now()
 	for i := range 20000 {
-		a.Refused(now, gateway.Rejection{Resource: fmt.Sprintf("tenant-%d", i), Decision: tokens.DecisionMissing,
+		a.Refused(now, wire.Rejection{Resource: fmt.Sprintf("tenant-%d", i), Decision: string(tokens.DecisionMissing),
 			Route: fmt.Sprintf("/r%d/", i%500), Status: 428}, "")
 	}
 	for i := range 20000 {
-		a.Refused(now, gateway.Rejection{Resource: fmt.Sprintf("other-%d", i), Decision: tokens.DecisionInvalid,
+		a.Refused(now, wire.Rejection{Resource: fmt.Sprintf("other-%d", i), Decision: string(tokens.DecisionInvalid),
 			Route: "/r0/", Status: 400}, "")
 	}
 	a.Refused(now, stale("invoice-sweeper", 1), "")

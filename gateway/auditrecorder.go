@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/fencegw/fencegw/wire"
 	"log/slog"
 	"runtime"
 	"strconv"
@@ -171,7 +172,7 @@ func NewAuditRecorder(store tokens.AuditStore, o AuditOptions) (*AuditRecorder, 
 }
 
 // Refused counts a refused write.
-func (a *AuditRecorder) Refused(at time.Time, rej Rejection, traceID string) {
+func (a *AuditRecorder) Refused(at time.Time, rej wire.Rejection, traceID string) {
 	var presented, current int64
 	if rej.PresentedEpoch != nil {
 		presented = int64(*rej.PresentedEpoch)
@@ -182,7 +183,7 @@ func (a *AuditRecorder) Refused(at time.Time, rej Rejection, traceID string) {
 	start := at.Truncate(a.o.Interval)
 	k := auditKey{stream: tokens.AuditRefusals, start: start.UnixNano(), resource: rej.Resource, kind: string(rej.Decision),
 		holder: rej.Holder, route: rej.Route, epoch: presented, current: current, status: rej.Status}
-	if isJunk(rej.Decision) {
+	if isJunk(tokens.Decision(rej.Decision)) {
 		k = auditKey{stream: tokens.AuditJunk, start: start.UnixNano(), kind: string(rej.Decision), route: rej.Route,
 			status: rej.Status}
 		current = 0

@@ -33,8 +33,8 @@ func newRecorder(t *testing.T, o gateway.AuditOptions) (*gateway.AuditRecorder, 
 	return a, store, reader
 }
 
-func stale(resource string, presented int64) gateway.Rejection {
-	return gateway.Rejection{Resource: resource, Decision: tokens.DecisionStale, PresentedEpoch: wire.EpochOf(presented),
+func stale(resource string, presented int64) wire.Rejection {
+	return wire.Rejection{Resource: resource, Decision: string(tokens.DecisionStale), PresentedEpoch: wire.EpochOf(presented),
 		Route: "/w/", Status: 412}
 }
 

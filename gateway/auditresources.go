@@ -1,25 +1,13 @@
 package gateway
 
 import (
+	"github.com/fencegw/fencegw/wire"
 	"log/slog"
 	"net/http"
 	"strconv"
 
 	"github.com/fencegw/fencegw/tokens"
 )
-
-// AuditResource is one name of GET /v1/audit/resources: a resource or a
-// lease name the audit holds entries of.
-type AuditResource struct {
-	Name string `json:"name"`
-}
-
-// AuditResources is the body of GET /v1/audit/resources.
-type AuditResources struct {
-	Resources []AuditResource `json:"resources"`
-	// NextCursor, when present, asks for the next page (names above it).
-	NextCursor string `json:"next_cursor,omitempty"`
-}
 
 // auditResources lists the audit's distinct names, from the store's
 // index: by prefix, in byte order, paged.
@@ -35,9 +23,9 @@ func (c *control) auditResources(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, refuseCause(KindStoreUnavailable, "the audit could not be read from the store", err))
 		return
 	}
-	out := AuditResources{Resources: make([]AuditResource, 0, len(names))}
+	out := wire.AuditResources{Resources: make([]wire.AuditResource, 0, len(names))}
 	for _, n := range names {
-		out.Resources = append(out.Resources, AuditResource{Name: n})
+		out.Resources = append(out.Resources, wire.AuditResource{Name: n})
 	}
 	if len(names) == q.Limit {
 		out.NextCursor = names[len(names)-1]

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"errors"
+	"github.com/fencegw/fencegw/wire"
 	"math"
 	"net/http"
 
@@ -179,7 +180,7 @@ func refuseCause(kind ProblemKind, detail string, cause error) error {
 
 // problem returns the problem document of kind with detail.
 func (k ProblemKind) problem(detail string) Problem {
-	return Problem{Type: k.Type, Title: k.Title, Status: k.Status, Detail: detail, retryAfter: k.RetryAfter, kind: k}
+	return Problem{Problem: wire.Problem{Type: k.Type, Title: k.Title, Status: k.Status, Detail: detail}, retryAfter: k.RetryAfter, kind: k}
 }
 
 // problemOf is the one function from an error to the answer: the

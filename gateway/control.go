@@ -228,12 +228,6 @@ func (c *control) readyz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
-// FenceState is the body of GET /v1/fences/{resource}.
-type FenceState struct {
-	Resource string     `json:"resource"`
-	Epoch    wire.Epoch `json:"epoch"`
-}
-
 func (c *control) getFence(w http.ResponseWriter, r *http.Request) {
 	resource, err := pathParam(r, "resource")
 	if err == nil {
@@ -242,7 +236,7 @@ func (c *control) getFence(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		var epoch int64
 		if epoch, err = c.Fence.Current(r.Context(), resource); err == nil {
-			writeJSON(w, http.StatusOK, FenceState{Resource: resource, Epoch: wire.Epoch(epoch)})
+			writeJSON(w, http.StatusOK, wire.FenceState{Resource: resource, Epoch: wire.Epoch(epoch)})
 			return
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	crand "crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"github.com/fencegw/fencegw/wire"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -550,7 +551,7 @@ func (h *edgeHarness) send(tb testing.TB, raw string, head, patient bool) (int, 
 	}
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	return resp.StatusCode, resp.Header.Get("Content-Type") == gateway.ProblemContentType || resp.Header.Get("X-Upstream") == ""
+	return resp.StatusCode, resp.Header.Get("Content-Type") == wire.ProblemContentType || resp.Header.Get("X-Upstream") == ""
 }
 
 // mode says how closely check holds the gateway to the model.

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"github.com/fencegw/fencegw/wire"
 	"io"
 	"net"
 	"net/http"
@@ -163,7 +164,7 @@ func exchange(t *testing.T, dial func() (net.Conn, error), pieces ...string) []r
 		a := rawAnswer{status: resp.StatusCode, close: resp.Close}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.Header.Get("Content-Type") == gateway.ProblemContentType {
+		if resp.Header.Get("Content-Type") == wire.ProblemContentType {
 			if err := json.Unmarshal(body, &a.problem); err != nil {
 				t.Fatalf("problem %q: %v", body, err)
 			}

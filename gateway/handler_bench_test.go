@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"encoding/json"
+	"github.com/fencegw/fencegw/wire"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -72,7 +73,7 @@ func acquireToken(tb testing.TB, s *server.Server, name string) string {
 		strings.NewReader(`{"holder":"bench","ttl_seconds":3600}`))
 	rec := httptest.NewRecorder()
 	s.Control().ServeHTTP(rec, req)
-	var l gateway.LeaseState
+	var l wire.LeaseState
 	if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &l) != nil || l.Token == "" {
 		tb.Fatalf("acquire %s: %d %s", name, rec.Code, rec.Body)
 	}

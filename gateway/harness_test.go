@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"github.com/fencegw/fencegw/wire"
 	"io"
 	"log/slog"
 	"net/http"
@@ -404,8 +405,8 @@ type answer struct {
 
 func (a answer) problem(t *testing.T) map[string]any {
 	t.Helper()
-	if ct := a.header.Get("Content-Type"); ct != gateway.ProblemContentType {
-		t.Fatalf("status %d Content-Type %q, want %s; body %s", a.status, ct, gateway.ProblemContentType, a.body)
+	if ct := a.header.Get("Content-Type"); ct != wire.ProblemContentType {
+		t.Fatalf("status %d Content-Type %q, want %s; body %s", a.status, ct, wire.ProblemContentType, a.body)
 	}
 	var p map[string]any
 	if err := json.Unmarshal(a.body, &p); err != nil {
@@ -474,7 +475,7 @@ func (g *gw) fenceEpochWith(t *testing.T, header map[string]string, resource str
 	if a.status != http.StatusOK {
 		t.Fatalf("GET fence %q: %d %s", resource, a.status, a.body)
 	}
-	var st gateway.FenceState
+	var st wire.FenceState
 	if err := json.Unmarshal(a.body, &st); err != nil {
 		t.Fatal(err)
 	}

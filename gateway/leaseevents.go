@@ -15,9 +15,9 @@ const lapseReadTimeout = 5 * time.Second
 // apply turns one store change into the events it means, given the lease
 // as the change before left it, and keeps c as the current state. The
 // first change the hub sees (or one after a Gap) says only what state the
-// lease is in; it is a gap event (see LeaseEvent.gap) when the store says
+// lease is in; it is a gap event (see leaseEvent.gap) when the store says
 // Gap or the hub did not resume from a watcher's id.
-func (lh *leaseHub) apply(c tokens.LeaseChange) []LeaseEvent {
+func (lh *leaseHub) apply(c tokens.LeaseChange) []leaseEvent {
 	first := lh.seq == 0 || c.Gap
 	gap := c.Gap || lh.seq == 0 && !lh.resumed
 	evs := lh.applyChange(c, first)
@@ -29,7 +29,7 @@ func (lh *leaseHub) apply(c tokens.LeaseChange) []LeaseEvent {
 
 // applyChange is apply without gap marks; first is set for a change that
 // says only the lease's state.
-func (lh *leaseHub) applyChange(c tokens.LeaseChange, first bool) []LeaseEvent {
+func (lh *leaseHub) applyChange(c tokens.LeaseChange, first bool) []leaseEvent {
 	prev, prevSeq, prevLapsed := lh.cur, lh.seq, lh.lapsed
 	lh.cur, lh.seq, lh.lapsed = c.Lease, c.Seq, false
 	id := eventID{seq: c.Seq}
@@ -37,16 +37,16 @@ func (lh *leaseHub) applyChange(c tokens.LeaseChange, first bool) []LeaseEvent {
 	if first {
 		switch {
 		case l.Held:
-			return []LeaseEvent{event(EventAcquired, l, id)}
+			return []leaseEvent{event(EventAcquired, l, id)}
 		case l.Released:
-			return []LeaseEvent{event(EventReleased, l, id)}
+			return []leaseEvent{event(EventReleased, l, id)}
 		}
 		lh.lapsed = true
-		return []LeaseEvent{event(EventExpired, l, eventID{seq: c.Seq, step: stepExpired})}
+		return []leaseEvent{event(EventExpired, l, eventID{seq: c.Seq, step: stepExpired})}
 	}
 	switch {
 	case l.Epoch != prev.Epoch:
-		var evs []LeaseEvent
+		var evs []leaseEvent
 		if prev.Held && !prevLapsed && !prev.Released {
 			// The grant ended unseen before this one: superseded by its
 			// own holder while live, or lapsed before the expiry read.
@@ -58,9 +58,9 @@ func (lh *leaseHub) applyChange(c tokens.LeaseChange, first bool) []LeaseEvent {
 		}
 		return append(evs, event(EventAcquired, l, id))
 	case l.Released && !prev.Released:
-		return []LeaseEvent{event(EventReleased, l, id)}
+		return []leaseEvent{event(EventReleased, l, id)}
 	case l.Held && !prev.Released:
-		return []LeaseEvent{event(EventRenewed, l, id)}
+		return []leaseEvent{event(EventRenewed, l, id)}
 	}
 	// A change that ended nothing live (a retried release after a lapse):
 	// the lapse, unless it was reported.
@@ -76,7 +76,7 @@ func (lh *leaseHub) applyChange(c tokens.LeaseChange, first bool) []LeaseEvent {
 // longer held and was not released. A grant still held (an early estimate
 // of its expiry) is checked again at the expiry read; a change under way
 // and a failed read are checked again after retryWatch.
-func (lh *leaseHub) checkLapse(ctx context.Context) []LeaseEvent {
+func (lh *leaseHub) checkLapse(ctx context.Context) []leaseEvent {
 	rctx, cancel := context.WithTimeout(ctx, lapseReadTimeout)
 	defer cancel()
 	l, err := lh.hub.read(rctx, lh.name)
@@ -95,8 +95,8 @@ func (lh *leaseHub) checkLapse(ctx context.Context) []LeaseEvent {
 
 // lapseEvents are the events of the lapse of grant l, which the change
 // seq left live: expired and, with a lock-delay, lock_delay.
-func lapseEvents(l tokens.Lease, seq int64) []LeaseEvent {
-	evs := []LeaseEvent{event(EventExpired, l, eventID{seq: seq, step: stepExpired})}
+func lapseEvents(l tokens.Lease, seq int64) []leaseEvent {
+	evs := []leaseEvent{event(EventExpired, l, eventID{seq: seq, step: stepExpired})}
 	if l.LockDelay > 0 {
 		until := l.ExpiresAt.Add(l.LockDelay).UTC()
 		ld := event(EventLockDelay, l, eventID{seq: seq, step: stepLockDelay})
@@ -116,7 +116,7 @@ func later(t, now time.Time) time.Time {
 }
 
 // event is the event kind of lease l, with id.
-func event(kind string, l tokens.Lease, id eventID) LeaseEvent {
-	return LeaseEvent{Event: kind, Name: l.Name, Holder: l.Holder, Epoch: wire.Epoch(l.Epoch), ExpiresAt: l.ExpiresAt.UTC(),
-		At: time.Now().UTC(), id: id}
+func event(kind string, l tokens.Lease, id eventID) leaseEvent {
+	return leaseEvent{LeaseEvent: wire.LeaseEvent{Event: kind, Name: l.Name, Holder: l.Holder, Epoch: wire.Epoch(l.Epoch),
+		ExpiresAt: l.ExpiresAt.UTC(), At: time.Now().UTC()}, id: id}
 }

@@ -25,8 +25,8 @@ type leaseHub struct {
 
 	mu     sync.Mutex
 	subs   map[*watcher]struct{}
-	events []LeaseEvent // the last keptEvents, oldest first
-	state  *LeaseEvent  // the event that says the lease's state now
+	events []leaseEvent // the last keptEvents, oldest first
+	state  *leaseEvent  // the event that says the lease's state now
 	// Only the hub's goroutine uses these.
 	cur    tokens.Lease // the lease as the last change left it
 	seq    int64        // the last change's Seq (0: none yet)
@@ -47,7 +47,7 @@ func newLeaseHub(h *watchHub, name string, last eventID, ok bool) *leaseHub {
 }
 
 // add registers w and returns its backlog; see watchHub.subscribe.
-func (lh *leaseHub) add(w *watcher, resume bool) []LeaseEvent {
+func (lh *leaseHub) add(w *watcher, resume bool) []leaseEvent {
 	lh.mu.Lock()
 	defer lh.mu.Unlock()
 	lh.subs[w] = struct{}{}
@@ -63,14 +63,14 @@ func (lh *leaseHub) add(w *watcher, resume bool) []LeaseEvent {
 // is the newest event; otherwise the state now, if known: for a watcher
 // that resumes from before the kept events, or from beyond the newest (ids
 // restarted with the store), a gap. The caller holds lh.mu.
-func (lh *leaseHub) backlog(last eventID, resume bool) []LeaseEvent {
+func (lh *leaseHub) backlog(last eventID, resume bool) []leaseEvent {
 	if n := len(lh.events); resume && n > 0 {
 		newest := lh.events[n-1].id
 		switch {
 		case newest == last:
 			return nil
 		case !lh.events[0].id.after(last) && newest.after(last):
-			var evs []LeaseEvent
+			var evs []leaseEvent
 			for _, ev := range lh.events {
 				if ev.id.after(last) {
 					evs = append(evs, ev)
@@ -80,7 +80,7 @@ func (lh *leaseHub) backlog(last eventID, resume bool) []LeaseEvent {
 		}
 	}
 	if lh.state != nil {
-		return []LeaseEvent{*lh.state}
+		return []leaseEvent{*lh.state}
 	}
 	return nil
 }
@@ -98,12 +98,12 @@ func (lh *leaseHub) stop() { lh.cancel() }
 
 // publish keeps evs and hands them to every watcher that has not seen
 // them; a watcher whose buffer is full is dropped.
-func (lh *leaseHub) publish(evs []LeaseEvent) {
+func (lh *leaseHub) publish(evs []leaseEvent) {
 	if len(evs) == 0 {
 		return
 	}
 	for i := range evs {
-		evs[i].wire = appendEvent(nil, evs[i])
+		evs[i].encoded = appendEvent(nil, evs[i])
 	}
 	lh.mu.Lock()
 	defer lh.mu.Unlock()
@@ -124,7 +124,7 @@ func (lh *leaseHub) publish(evs []LeaseEvent) {
 // deliver sends w the events of evs it has not seen (those after its last,
 // and gap events other than its last), or drops it. The caller holds
 // lh.mu.
-func (lh *leaseHub) deliver(w *watcher, evs []LeaseEvent) {
+func (lh *leaseHub) deliver(w *watcher, evs []leaseEvent) {
 	for _, ev := range evs {
 		if ev.id == w.last || !ev.id.after(w.last) && !ev.gap {
 			continue

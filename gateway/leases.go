@@ -22,26 +22,6 @@ type TokenIssuer interface {
 	Issue(holder, resource string, epoch int64) (token string, expires time.Time, err error)
 }
 
-// LeaseState is the body of the lease endpoints' answers. Every caller
-// allowed to use a lease name sees the same state, owner included; only
-// acquire and renew answers carry a token, and only to a caller that may
-// use the grant.
-type LeaseState struct {
-	Name       string     `json:"name"`
-	Holder     string     `json:"holder"`
-	Epoch      wire.Epoch `json:"epoch"`
-	ExpiresAt  time.Time  `json:"expires_at"`
-	TTLSeconds float64    `json:"ttl_seconds"`
-	// LockDelaySeconds is the grant's lock-delay; absent when none.
-	LockDelaySeconds float64 `json:"lock_delay_seconds,omitempty"`
-	Held             bool    `json:"held"`
-	// Owner is the name (never the secret) of the API key that acquired
-	// the grant; absent when the grant is unowned (no api_keys).
-	Owner          string     `json:"owner,omitempty"`
-	Token          string     `json:"token,omitempty"`
-	TokenExpiresAt *time.Time `json:"token_expires_at,omitempty"`
-}
-
 type acquireRequest struct {
 	Holder     *string  `json:"holder"`
 	TTLSeconds *seconds `json:"ttl_seconds"`
@@ -249,8 +229,8 @@ func (c *control) writeLease(w http.ResponseWriter, r *http.Request, l tokens.Le
 	writeJSON(w, http.StatusOK, st)
 }
 
-func leaseState(l tokens.Lease) LeaseState {
-	return LeaseState{Name: l.Name, Holder: l.Holder, Epoch: wire.Epoch(l.Epoch), ExpiresAt: l.ExpiresAt.UTC(),
+func leaseState(l tokens.Lease) wire.LeaseState {
+	return wire.LeaseState{Name: l.Name, Holder: l.Holder, Epoch: wire.Epoch(l.Epoch), ExpiresAt: l.ExpiresAt.UTC(),
 		TTLSeconds: l.TTL.Seconds(), LockDelaySeconds: l.LockDelay.Seconds(), Held: l.Held, Owner: l.Owner}
 }
 

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/fencegw/fencegw/wire"
 	"net/http"
 	"strconv"
 	"strings"
@@ -41,12 +42,12 @@ func (g *gw) releaseLease(t *testing.T, name, holder string, epoch int64) answer
 	return g.leaseCall(t, name, "release", fmt.Sprintf(`{"holder":%q,"epoch":%d}`, holder, epoch), nil)
 }
 
-func leaseOf(t *testing.T, a answer) gateway.LeaseState {
+func leaseOf(t *testing.T, a answer) wire.LeaseState {
 	t.Helper()
 	if a.status != http.StatusOK {
 		t.Fatalf("lease call = %d %s", a.status, a.body)
 	}
-	var l gateway.LeaseState
+	var l wire.LeaseState
 	if err := json.Unmarshal(a.body, &l); err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +101,7 @@ func TestLeaseLifecycle(t *testing.T) {
 				}
 			}
 			// node-a stops renewing; node-b takes over once the lease lapses.
-			var b2 gateway.LeaseState
+			var b2 wire.LeaseState
 			deadline := time.Now().Add(20 * time.Second)
 			for {
 				r := g.acquire(t, "invoice-sweeper", "node-b", 15)

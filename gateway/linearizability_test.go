@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/fencegw/fencegw/wire"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -140,7 +141,7 @@ func readFence(c *http.Client, g *gw, res string) (int64, bool) {
 		return 0, false
 	}
 	defer resp.Body.Close()
-	var st gateway.FenceState
+	var st wire.FenceState
 	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&st) != nil {
 		return 0, false
 	}

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"github.com/fencegw/fencegw/wire"
 	"net/http"
 	"sync"
 	"time"
@@ -181,8 +182,8 @@ func (o *Observer) audit(r *http.Request, a Admission, p *Problem) {
 	if o == nil || o.Audit == nil {
 		return
 	}
-	rej := Rejection{Route: p.Route, Resource: p.Resource, PresentedEpoch: p.PresentedEpoch,
-		CurrentEpoch: p.CurrentEpoch, Holder: a.Holder, Decision: p.Decision(), Status: p.Status}
+	rej := wire.Rejection{Route: p.Route, Resource: p.Resource, PresentedEpoch: p.PresentedEpoch,
+		CurrentEpoch: p.CurrentEpoch, Holder: a.Holder, Decision: string(p.Decision()), Status: p.Status}
 	if rej.Resource == "" {
 		rej.Resource = a.Resource
 	}

@@ -97,7 +97,7 @@ func TestProxyPathItem(t *testing.T) {
 				continue
 			}
 			r := op.Responses.Value(code).Value
-			if r.Content.Get(gateway.ProblemContentType) == nil || len(r.Content) != 1 {
+			if r.Content.Get(wire.ProblemContentType) == nil || len(r.Content) != 1 {
 				t.Errorf("%s %s %s: the proxy's own answers are problem documents only", m, proxiedPath, code)
 			}
 		}
@@ -206,13 +206,13 @@ func TestBodiesMatchSpec(t *testing.T) {
 		t.Fatal(err)
 	}
 	for schema, v := range map[string]any{
-		"Problem":      gateway.Problem{},
-		"Lease":        gateway.LeaseState{},
-		"Fence":        gateway.FenceState{},
-		"Rejection":    gateway.Rejection{},
-		"Rejections":   gateway.Rejections{},
-		"LeaseRecord":  gateway.LeaseRecord{},
-		"LeaseHistory": gateway.LeaseHistory{},
+		"Problem":      wire.Problem{},
+		"Lease":        wire.LeaseState{},
+		"Fence":        wire.FenceState{},
+		"Rejection":    wire.Rejection{},
+		"Rejections":   wire.Rejections{},
+		"LeaseRecord":  wire.LeaseRecord{},
+		"LeaseHistory": wire.LeaseHistory{},
 	} {
 		s := doc.Components.Schemas[schema]
 		if s == nil {

@@ -13,28 +13,10 @@ import (
 	"github.com/fencegw/fencegw/tokens"
 )
 
-// Problem is an RFC 9457 problem document with fencegw's extension members.
+// Problem is a problem document as the gateway answers it: the JSON
+// members (wire.Problem) and how to send it.
 type Problem struct {
-	Type     string `json:"type"`
-	Title    string `json:"title"`
-	Status   int    `json:"status"`
-	Detail   string `json:"detail,omitempty"`
-	Instance string `json:"instance,omitempty"`
-
-	Route          string      `json:"route,omitempty"`
-	Resource       string      `json:"resource,omitempty"`
-	PresentedEpoch *wire.Epoch `json:"presented_epoch,omitempty"`
-	CurrentEpoch   *wire.Epoch `json:"current_epoch,omitempty"`
-
-	// TraceID names the trace of the request that got this answer.
-	TraceID string `json:"trace_id,omitempty"`
-
-	Lease     string     `json:"lease,omitempty"`
-	Holder    string     `json:"holder,omitempty"`
-	ExpiresAt *time.Time `json:"expires_at,omitempty"`
-	// Owner names the API key that owns the lease (lease-owned): a key's
-	// name, never its secret.
-	Owner string `json:"owner,omitempty"`
+	wire.Problem
 
 	// retryAfter, in seconds, is sent as the Retry-After header when positive.
 	retryAfter int
@@ -49,7 +31,7 @@ type Problem struct {
 func (p *Problem) Decision() tokens.Decision { return p.kind.Decision }
 
 // ProblemContentType is the media type of problem documents.
-const ProblemContentType = "application/problem+json"
+const ProblemContentType = wire.ProblemContentType
 
 func epochPtr(e int64) *wire.Epoch { return wire.EpochOf(e) }
 
@@ -96,7 +78,7 @@ var (
 // problemBuffers recycles the buffers problem documents are written into.
 var problemBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
-// appendJSON appends p as encoding/json would marshal it (same members,
+// appendJSON appends p's JSON members as encoding/json would marshal them (same members,
 // same order, omitempty, a trailing newline), without reflection.
 func (p *Problem) appendJSON(b []byte) []byte {
 	b = append(b, `{"type":`...)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/fencegw/fencegw/wire"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -104,7 +105,7 @@ func TestRefusalStormLogsAFewLines(t *testing.T) {
 	if rec.Code != http.StatusOK {
 		t.Fatalf("GET /v1/audit/rejections: %d %s", rec.Code, rec.Body)
 	}
-	var list gateway.Rejections
+	var list wire.Rejections
 	if err := json.Unmarshal(rec.Body.Bytes(), &list); err != nil {
 		t.Fatal(err)
 	}

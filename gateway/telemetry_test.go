@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/fencegw/fencegw/wire"
 	"net/http"
 	"slices"
 	"strconv"
@@ -202,13 +203,13 @@ func TestDecisionsOnSpans(t *testing.T) {
 
 	// The audit lists every refusal, with its trace, once written.
 	g.flushAudit(t)
-	var list gateway.Rejections
+	var list wire.Rejections
 	if err := json.Unmarshal(do(t, "GET", g.api.URL+"/v1/audit/rejections?limit=100", nil, "").body, &list); err != nil {
 		t.Fatal(err)
 	}
 	decisions := map[tokens.Decision]int64{}
 	for _, rej := range list.Rejections {
-		decisions[rej.Decision] += rej.Count
+		decisions[tokens.Decision(rej.Decision)] += rej.Count
 	}
 	if len(list.Rejections) != len(cases)-1 || decisions["stale"] != 1 || decisions["unavailable"] != 1 || decisions["forbidden"] != 2 {
 		t.Fatalf("audit = %+v", list.Rejections)
@@ -224,7 +225,7 @@ func TestDecisionsOnSpans(t *testing.T) {
 	if !found {
 		t.Fatalf("audit lacks the stale write of trace %s: %+v", staleTrace, list.Rejections)
 	}
-	var only gateway.Rejections
+	var only wire.Rejections
 	json.Unmarshal(do(t, "GET", g.api.URL+"/v1/audit/rejections?resource=elsewhere", nil, "").body, &only)
 	if len(only.Rejections) != 1 {
 		t.Fatalf("audit filtered by resource = %+v", only.Rejections)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/fencegw/fencegw/wire"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -554,7 +555,7 @@ func writeFixtureJSON(w http.ResponseWriter, v any) {
 }
 
 func fixtureProblem(w http.ResponseWriter, status int) {
-	w.Header().Set("Content-Type", gateway.ProblemContentType)
+	w.Header().Set("Content-Type", wire.ProblemContentType)
 	w.WriteHeader(status)
 	json.NewEncoder(w).Encode(map[string]any{"status": status, "title": http.StatusText(status), "detail": "fixture"})
 }

@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"github.com/fencegw/fencegw/wire"
 	"net/http"
 	"strconv"
 	"testing"
@@ -37,7 +38,7 @@ func TestUITimelineOfAGateway(t *testing.T) {
 				t.Fatalf("renew: %d %s", r.status, r.body)
 			}
 			a.awaitLapse(t, "invoice-sweeper")
-			var second gateway.LeaseState
+			var second wire.LeaseState
 			for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 				r := bee.acquire(t, "invoice-sweeper", "node-b", 60)
 				if r.status == http.StatusOK {

@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"encoding/json"
+	"github.com/fencegw/fencegw/wire"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -76,7 +77,7 @@ func TestUIRefusesOtherPathsAndMethods(t *testing.T) {
 		if rec.Code != http.StatusNotFound {
 			t.Errorf("GET %s: status %d, want 404", p, rec.Code)
 		}
-		if ct := rec.Header().Get("Content-Type"); ct != gateway.ProblemContentType {
+		if ct := rec.Header().Get("Content-Type"); ct != wire.ProblemContentType {
 			t.Errorf("GET %s: Content-Type %q, want a problem document", p, ct)
 		}
 	}

@@ -11,11 +11,11 @@ import (
 
 // The lease watch's events.
 const (
-	EventAcquired  = "acquired"
-	EventRenewed   = "renewed"
-	EventReleased  = "released"
-	EventExpired   = "expired"
-	EventLockDelay = "lock_delay"
+	EventAcquired  = wire.EventAcquired
+	EventRenewed   = wire.EventRenewed
+	EventReleased  = wire.EventReleased
+	EventExpired   = wire.EventExpired
+	EventLockDelay = wire.EventLockDelay
 )
 
 // DefaultWatchHeartbeat is how often an idle lease watch sends a comment.
@@ -25,20 +25,12 @@ const DefaultWatchHeartbeat = 15 * time.Second
 // the store must have seen it lapse by then.
 const expirySlack = 100 * time.Millisecond
 
-// LeaseEvent is the data of a lease watch's event.
-type LeaseEvent struct {
-	Event     string     `json:"event"`
-	Name      string     `json:"name"`
-	Holder    string     `json:"holder"`
-	Epoch     wire.Epoch `json:"epoch"`
-	ExpiresAt time.Time  `json:"expires_at"`
-	// At is when this gateway saw the change.
-	At time.Time `json:"at"`
-	// LockDelayUntil is when the lock-delay after an unclean lapse ends
-	// (lock_delay events).
-	LockDelayUntil *time.Time `json:"lock_delay_until,omitempty"`
-	id             eventID
-	wire           []byte // the event as sent, encoded once for every watcher
+// leaseEvent is a lease watch's event: its data (wire.LeaseEvent) and how
+// the gateway orders and sends it.
+type leaseEvent struct {
+	wire.LeaseEvent
+	id      eventID
+	encoded []byte // the event as sent, encoded once for every watcher
 	// gap marks an event that says the lease's state whatever came before
 	// (a store's Gap, or a hub's first change): it goes to every watcher
 	// that has not seen its very id, even one whose last id is above it.
@@ -127,10 +119,10 @@ func (c *control) streamEvents(ctx context.Context, sub *watcher, out *sseWriter
 }
 
 // appendEvent appends ev as one server-sent event.
-func appendEvent(buf []byte, ev LeaseEvent) []byte {
-	if ev.wire != nil {
-		return append(buf, ev.wire...)
+func appendEvent(buf []byte, ev leaseEvent) []byte {
+	if ev.encoded != nil {
+		return append(buf, ev.encoded...)
 	}
-	data, _ := json.Marshal(ev)
+	data, _ := json.Marshal(ev.LeaseEvent)
 	return fmt.Appendf(buf, "id: %s\nevent: %s\ndata: %s\n\n", ev.id, ev.Event, data)
 }

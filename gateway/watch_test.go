@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"github.com/fencegw/fencegw/wire"
 	"net/http"
 	"strings"
 	"testing"
@@ -21,7 +22,7 @@ type sse struct {
 
 type sseEvent struct {
 	id, kind string
-	data     gateway.LeaseEvent
+	data     wire.LeaseEvent
 	comment  bool
 }
 

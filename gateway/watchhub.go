@@ -49,7 +49,7 @@ func newWatchHub(store tokens.Store, read func(context.Context, string) (tokens.
 // that its client resumes with Last-Event-ID) and is never closed
 // otherwise.
 type watcher struct {
-	ch      chan LeaseEvent
+	ch      chan leaseEvent
 	dropped chan struct{}
 	last    eventID // the last event sent to ch or in the backlog
 }
@@ -59,7 +59,7 @@ type watcher struct {
 // events after last this process still keeps or, when last is unknown or
 // too old, the event that says the lease's state now (if known yet).
 // Beyond the cap it returns errTooManyWatchers.
-func (h *watchHub) subscribe(name string, last eventID, ok bool) (*watcher, []LeaseEvent, error) {
+func (h *watchHub) subscribe(name string, last eventID, ok bool) (*watcher, []leaseEvent, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.open >= h.max {
@@ -71,7 +71,7 @@ func (h *watchHub) subscribe(name string, last eventID, ok bool) (*watcher, []Le
 		h.leases[name] = lh
 	}
 	h.open++
-	w := &watcher{ch: make(chan LeaseEvent, watcherBuffer), dropped: make(chan struct{}), last: last}
+	w := &watcher{ch: make(chan leaseEvent, watcherBuffer), dropped: make(chan struct{}), last: last}
 	backlog := lh.add(w, ok)
 	return w, backlog, nil
 }

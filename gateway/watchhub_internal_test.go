@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"github.com/fencegw/fencegw/wire"
 	"testing"
 )
 
@@ -9,13 +10,13 @@ import (
 // fan-out never blocks on the slowest watcher.
 func TestLeaseHubDropsSlowWatcher(t *testing.T) {
 	lh := &leaseHub{name: "slow", subs: make(map[*watcher]struct{})}
-	slow := &watcher{ch: make(chan LeaseEvent, watcherBuffer), dropped: make(chan struct{})}
-	fast := &watcher{ch: make(chan LeaseEvent, watcherBuffer), dropped: make(chan struct{})}
+	slow := &watcher{ch: make(chan leaseEvent, watcherBuffer), dropped: make(chan struct{})}
+	fast := &watcher{ch: make(chan leaseEvent, watcherBuffer), dropped: make(chan struct{})}
 	lh.add(slow, false)
 	lh.add(fast, false)
 	got := 0
 	for i := range 3 * watcherBuffer {
-		lh.publish([]LeaseEvent{{Event: EventRenewed, Name: "slow", id: eventID{seq: int64(i + 1)}}})
+		lh.publish([]leaseEvent{{LeaseEvent: wire.LeaseEvent{Event: EventRenewed, Name: "slow"}, id: eventID{seq: int64(i + 1)}}})
 		ev := <-fast.ch
 		if ev.id.seq != int64(i+1) {
 			t.Fatalf("fast watcher got %v, want seq %d", ev.id, i+1)
@@ -41,19 +42,19 @@ func TestLeaseHubDropsSlowWatcher(t *testing.T) {
 func TestLeaseHubBacklog(t *testing.T) {
 	lh := &leaseHub{name: "b", subs: make(map[*watcher]struct{})}
 	for i := int64(1); i <= keptEvents+10; i++ {
-		lh.publish([]LeaseEvent{{Event: EventRenewed, id: eventID{seq: i}}})
+		lh.publish([]leaseEvent{{LeaseEvent: wire.LeaseEvent{Event: EventRenewed}, id: eventID{seq: i}}})
 	}
-	lh.publish([]LeaseEvent{{Event: EventExpired, id: eventID{seq: keptEvents + 10, step: stepExpired}},
-		{Event: EventLockDelay, id: eventID{seq: keptEvents + 10, step: stepLockDelay}}})
-	w := &watcher{ch: make(chan LeaseEvent, 1), dropped: make(chan struct{}), last: eventID{seq: keptEvents}}
+	lh.publish([]leaseEvent{{LeaseEvent: wire.LeaseEvent{Event: EventExpired}, id: eventID{seq: keptEvents + 10, step: stepExpired}},
+		{LeaseEvent: wire.LeaseEvent{Event: EventLockDelay}, id: eventID{seq: keptEvents + 10, step: stepLockDelay}}})
+	w := &watcher{ch: make(chan leaseEvent, 1), dropped: make(chan struct{}), last: eventID{seq: keptEvents}}
 	if b := lh.add(w, true); len(b) != 12 || b[0].id.seq != keptEvents+1 || b[11].Event != EventLockDelay {
 		t.Fatalf("backlog after %d: %d events from %v", keptEvents, len(b), b[0].id)
 	}
-	old := &watcher{ch: make(chan LeaseEvent, 1), dropped: make(chan struct{}), last: eventID{seq: 3}}
+	old := &watcher{ch: make(chan leaseEvent, 1), dropped: make(chan struct{}), last: eventID{seq: 3}}
 	if b := lh.add(old, true); len(b) != 1 || b[0].Event != EventExpired {
 		t.Fatalf("backlog after an id too old = %+v, want the state (expired)", b)
 	}
-	last := &watcher{ch: make(chan LeaseEvent, 1), dropped: make(chan struct{}), last: eventID{seq: keptEvents + 10, step: stepLockDelay}}
+	last := &watcher{ch: make(chan leaseEvent, 1), dropped: make(chan struct{}), last: eventID{seq: keptEvents + 10, step: stepLockDelay}}
 	if b := lh.add(last, true); len(b) != 0 {
 		t.Fatalf("backlog after the last event = %+v, want none", b)
 	}

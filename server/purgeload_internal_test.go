@@ -53,7 +53,7 @@ func TestAuditWorkNeverHoldsFencing(t *testing.T) {
 	fillAudit(t, s.store, 60000)
 	epoch := mustLeaseCall(t, s, "leader", "acquire", `{"holder":"node-a","ttl_seconds":15}`)
 	for i := range 20000 {
-		s.audit.Refused(time.Now(), gateway.Rejection{Resource: fmt.Sprintf("r-%d", i), Decision: tokens.DecisionStale,
+		s.audit.Refused(time.Now(), wire.Rejection{Resource: fmt.Sprintf("r-%d", i), Decision: string(tokens.DecisionStale),
 			PresentedEpoch: wire.EpochOf(1), Route: "/w/", Status: 412}, "")
 	}
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/fencegw/fencegw/wire"
 	"io"
 	"log/slog"
 	"net/http"
@@ -43,7 +44,7 @@ func (w *world) sendReminder(ctx context.Context, client *http.Client, token, in
 type nodeA struct {
 	w      *world
 	writer *http.Client
-	lease  gateway.LeaseState // as last granted or renewed
+	lease  wire.LeaseState // as last granted or renewed
 
 	wake     chan struct{}      // closed: node-a wakes from its freeze
 	outcome  chan writeOutcome  // the answer to the write it held
