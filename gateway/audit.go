@@ -1,9 +1,10 @@
 package gateway
 
 import (
-	"github.com/fencegw/fencegw/wire"
 	"log/slog"
 	"net/http"
+
+	"github.com/fencegw/fencegw/wire"
 
 	"github.com/fencegw/fencegw/tokens"
 )

@@ -6,12 +6,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/fencegw/fencegw/wire"
 	"log/slog"
 	"runtime"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/fencegw/fencegw/wire"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -159,7 +160,7 @@ func NewAuditRecorder(store tokens.AuditStore, o AuditOptions) (*AuditRecorder, 
 		return nil, fmt.Errorf("audit boot id: %w", err)
 	}
 	a := &AuditRecorder{store: store, o: o, boot: hex.EncodeToString(b[:]), entries: make(map[auditKey]*auditSlot)}
-	m := o.MeterProvider.Meter(instrumentation)
+	m := o.MeterProvider.Meter(auditInstrumentation)
 	var err1, err2 error
 	a.dropped, err1 = m.Int64Counter("fencegw.audit.dropped",
 		metric.WithDescription("Refusals and lease events the durable audit could not keep in memory while its entries waited to be written, by stream."))
@@ -369,3 +370,7 @@ func minTime(a, b time.Time) time.Time {
 	}
 	return a
 }
+
+// auditInstrumentation names the audit's meter: the gateway's (see
+// observe), so that its metrics keep their scope.
+const auditInstrumentation = "github.com/fencegw/fencegw/gateway"

@@ -3,10 +3,11 @@ package gateway_test
 import (
 	"context"
 	"fmt"
-	"github.com/fencegw/fencegw/wire"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/fencegw/fencegw/wire"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"

@@ -1,10 +1,11 @@
 package gateway
 
 import (
-	"github.com/fencegw/fencegw/wire"
 	"log/slog"
 	"net/http"
 	"strconv"
+
+	"github.com/fencegw/fencegw/wire"
 
 	"github.com/fencegw/fencegw/tokens"
 )

@@ -3,12 +3,13 @@ package gateway_test
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/fencegw/fencegw/wire"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fencegw/fencegw/wire"
 )
 
 // TestAuditQueriesNeverWiden: through the control API, a malformed audit

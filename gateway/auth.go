@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"net/http"
@@ -104,4 +105,18 @@ func (ks APIKeys) requireKey(allowed func(k *APIKey, r *http.Request) bool) func
 			next.ServeHTTP(w, r.WithContext(withAPIKey(r.Context(), k)))
 		})
 	}
+}
+
+// apiKeyKey keys the request's API key in its context.
+type apiKeyKey struct{}
+
+// APIKeyFrom returns the control API key the request was authenticated
+// with; none when the control API has no keys.
+func APIKeyFrom(ctx context.Context) (*APIKey, bool) {
+	k, ok := ctx.Value(apiKeyKey{}).(*APIKey)
+	return k, ok
+}
+
+func withAPIKey(ctx context.Context, k *APIKey) context.Context {
+	return context.WithValue(ctx, apiKeyKey{}, k)
 }

@@ -2,9 +2,10 @@ package gateway
 
 import (
 	"errors"
-	"github.com/fencegw/fencegw/wire"
 	"math"
 	"net/http"
+
+	"github.com/fencegw/fencegw/wire"
 
 	"github.com/fencegw/fencegw/policy"
 	"github.com/fencegw/fencegw/tokens"
@@ -229,7 +230,7 @@ func problemOf(err error) Problem {
 	case errors.Is(err, tokens.ErrLeaseNotFound):
 		return KindNotFound.problem(err.Error())
 	case errors.Is(err, tokens.ErrMissingToken):
-		return KindTokenRequired.problem("this write is fenced: send the epoch in the " + TokenHeader + " header")
+		return KindTokenRequired.problem("this write is fenced: send the epoch in the " + wire.TokenHeader + " header")
 	case errors.Is(err, tokens.ErrUnauthenticated):
 		return KindUnauthenticated.problem(err.Error())
 	case errors.Is(err, tokens.ErrMalformedToken), errors.Is(err, tokens.ErrInvalidEpoch):
@@ -246,6 +247,34 @@ func problemOf(err error) Problem {
 	return p
 }
 
+// isA reports whether err's chain holds an E, without the allocation of
+// errors.As's pointer target.
+func isA[E error](err error) bool {
+	_, ok := errors.AsType[E](err)
+	return ok
+}
+
+// TypeRawOnLeased (403): a raw epoch for a resource this gateway leases, on
+// a route that does not allow it; the detail names a signed route to use
+// when one serves the resource.
+const TypeRawOnLeased = "urn:fencegw:problem:raw-on-leased"
+
+// FramingError is a violation of HTTP/1.1 message framing (RFC 9112) found
+// in the bytes a client sent on one connection. Nothing of the request it
+// was found in may be forwarded, and nothing after it on that connection
+// can be trusted: the connection is answered and closed.
+type FramingError struct {
+	// Status is the answer: 400 Bad Request, 431 Request Header Fields Too
+	// Large for a head over the limit, or 501 Not Implemented for a transfer
+	// coding other than chunked.
+	Status int
+	// Detail says what was wrong. It quotes at most a short, escaped
+	// snippet of what the client sent.
+	Detail string
+}
+
+func (e *FramingError) Error() string { return "request framing: " + e.Detail }
+
 // framingProblem answers a request that broke HTTP/1.1 framing, by status.
 func framingProblem(fe *FramingError) Problem {
 	switch fe.Status {
@@ -255,11 +284,4 @@ func framingProblem(fe *FramingError) Problem {
 		return KindCodingUnknown.problem(fe.Detail)
 	}
 	return KindBadFraming.problem(fe.Detail)
-}
-
-// isA reports whether err's chain holds an E, without the allocation of
-// errors.As's pointer target.
-func isA[E error](err error) bool {
-	_, ok := errors.AsType[E](err)
-	return ok
 }

@@ -11,7 +11,6 @@ type ctxKey int
 
 const (
 	exchangeKey ctxKey = iota
-	apiKeyKey
 )
 
 // Admission records an admitted fenced request.
@@ -68,15 +67,4 @@ func admit(ctx context.Context, a Admission) {
 	if ex, ok := ctx.Value(exchangeKey).(*exchange); ok {
 		ex.admission, ex.admitted = a, true
 	}
-}
-
-// APIKeyFrom returns the control API key the request was authenticated
-// with; none when the control API has no keys.
-func APIKeyFrom(ctx context.Context) (*APIKey, bool) {
-	k, ok := ctx.Value(apiKeyKey).(*APIKey)
-	return k, ok
-}
-
-func withAPIKey(ctx context.Context, k *APIKey) context.Context {
-	return context.WithValue(ctx, apiKeyKey, k)
 }

@@ -26,13 +26,15 @@
 // Every answer the gateway gives itself is an RFC 9457 problem document.
 package gateway
 
-// Header names of the fencing contract.
+import "github.com/fencegw/fencegw/wire"
+
+// Header names of the fencing contract (see wire).
 const (
 	// TokenHeader carries the client's fencing token. It never reaches the upstream.
-	TokenHeader = "Fencing-Token"
+	TokenHeader = wire.TokenHeader
 	// EpochHeader tells the upstream the admitted epoch.
-	EpochHeader = "Fencing-Epoch"
+	EpochHeader = wire.EpochHeader
 	// ResourceHeader names the resource: set by the gateway toward the
 	// upstream, and read from clients on routes that name no resource.
-	ResourceHeader = "Fencing-Resource"
+	ResourceHeader = wire.ResourceHeader
 )

@@ -6,22 +6,6 @@ import (
 	"net/http"
 )
 
-// FramingError is a violation of HTTP/1.1 message framing (RFC 9112) found
-// in the bytes a client sent on one connection. Nothing of the request it
-// was found in may be forwarded, and nothing after it on that connection
-// can be trusted: the connection is answered and closed.
-type FramingError struct {
-	// Status is the answer: 400 Bad Request, 431 Request Header Fields Too
-	// Large for a head over the limit, or 501 Not Implemented for a transfer
-	// coding other than chunked.
-	Status int
-	// Detail says what was wrong. It quotes at most a short, escaped
-	// snippet of what the client sent.
-	Detail string
-}
-
-func (e *FramingError) Error() string { return "request framing: " + e.Detail }
-
 // Limits of the parts net/http reads through its 4 KiB connection buffer.
 const (
 	// chunkLineMax bounds a chunk-size line, CRLF included (net/http: 4 KiB).

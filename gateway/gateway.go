@@ -76,16 +76,6 @@ func New(o Options) http.Handler {
 	return guarded(o.Logger, o.Refusals)(o.Observer.serverHandler(h, "proxy"))
 }
 
-// mustObserver returns an Observer that reports nothing; building it cannot
-// fail.
-func mustObserver() *Observer {
-	o, err := NewObserver(nil, nil, nil)
-	if err != nil {
-		panic(err)
-	}
-	return o
-}
-
 // Deadline is middleware that bounds an admitted write's whole exchange
 // with the upstream, from admission until the upstream's answer has begun:
 // the client's body must arrive and the upstream must answer within d, or
@@ -126,10 +116,6 @@ func LimitBody(max int64) func(http.Handler) http.Handler {
 		})
 	}
 }
-
-// SmallBodyMax is the largest body of known length read whole before it is
-// forwarded (see smallBodies).
-const SmallBodyMax = 4 << 10
 
 // smallBodies is middleware that reads a body of known length up to
 // SmallBodyMax before the proxy forwards the request, so its head and body

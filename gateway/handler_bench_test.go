@@ -2,13 +2,14 @@ package gateway_test
 
 import (
 	"encoding/json"
-	"github.com/fencegw/fencegw/wire"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fencegw/fencegw/wire"
 
 	"github.com/fencegw/fencegw/config"
 	"github.com/fencegw/fencegw/gateway"

@@ -2,8 +2,9 @@ package gateway
 
 import (
 	"context"
-	"github.com/fencegw/fencegw/wire"
 	"time"
+
+	"github.com/fencegw/fencegw/wire"
 
 	"github.com/fencegw/fencegw/tokens"
 )

@@ -3,7 +3,6 @@ package gateway_test
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/fencegw/fencegw/wire"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -15,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/fencegw/fencegw/wire"
 
 	"github.com/anishathalye/porcupine"
 

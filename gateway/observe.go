@@ -3,10 +3,11 @@ package gateway
 import (
 	"context"
 	"fmt"
-	"github.com/fencegw/fencegw/wire"
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/fencegw/fencegw/wire"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -235,4 +236,14 @@ func (o *Observer) leaseEvent(ctx context.Context, event string, counter metric.
 	} else {
 		counter.Add(ctx, 1)
 	}
+}
+
+// mustObserver returns an Observer that reports nothing; building it cannot
+// fail.
+func mustObserver() *Observer {
+	o, err := NewObserver(nil, nil, nil)
+	if err != nil {
+		panic(err)
+	}
+	return o
 }

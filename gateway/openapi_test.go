@@ -2,13 +2,14 @@ package gateway_test
 
 import (
 	"fmt"
-	"github.com/fencegw/fencegw/wire"
 	"net/http"
 	"reflect"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/fencegw/fencegw/wire"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/go-chi/chi/v5"

@@ -1,12 +1,13 @@
 package gateway
 
 import (
-	"github.com/fencegw/fencegw/wire"
 	"net/http"
 	"strconv"
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/fencegw/fencegw/wire"
 
 	"go.opentelemetry.io/otel/trace"
 

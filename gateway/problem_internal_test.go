@@ -3,9 +3,10 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/fencegw/fencegw/wire"
 	"testing"
 	"time"
+
+	"github.com/fencegw/fencegw/wire"
 )
 
 // FuzzProblemJSON: the hand-written problem encoder writes exactly what

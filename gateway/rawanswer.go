@@ -7,11 +7,6 @@ import (
 	"github.com/fencegw/fencegw/tokens"
 )
 
-// TypeRawOnLeased (403): a raw epoch for a resource this gateway leases, on
-// a route that does not allow it; the detail names a signed route to use
-// when one serves the resource.
-const TypeRawOnLeased = "urn:fencegw:problem:raw-on-leased"
-
 // rawAnswer is the problem p as a caller that presented no signed token
 // (a raw epoch, or none) on a route taking raw epochs may see it. Such a
 // caller proves nothing, so the answer tells no epoch it did not send: the

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/fencegw/fencegw/wire"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/fencegw/fencegw/wire"
 
 	"github.com/fencegw/fencegw/config"
 	"github.com/fencegw/fencegw/gateway"

@@ -442,3 +442,7 @@ func closeBody(req *http.Request) {
 		req.Body.Close()
 	}
 }
+
+// SmallBodyMax is the largest body of known length read whole before it is
+// forwarded (see smallBodies).
+const SmallBodyMax = 4 << 10

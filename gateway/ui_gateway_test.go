@@ -1,11 +1,12 @@
 package gateway_test
 
 import (
-	"github.com/fencegw/fencegw/wire"
 	"net/http"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/fencegw/fencegw/wire"
 
 	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/internal/testutil/testbrowser"

@@ -2,12 +2,13 @@ package gateway_test
 
 import (
 	"encoding/json"
-	"github.com/fencegw/fencegw/wire"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/fencegw/fencegw/wire"
 
 	"github.com/fencegw/fencegw/gateway"
 )

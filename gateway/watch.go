@@ -4,9 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/fencegw/fencegw/wire"
 	"net/http"
 	"time"
+
+	"github.com/fencegw/fencegw/wire"
 )
 
 // The lease watch's events.

@@ -5,11 +5,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
-	"github.com/fencegw/fencegw/wire"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fencegw/fencegw/wire"
 
 	"github.com/fencegw/fencegw/gateway"
 )

@@ -1,8 +1,9 @@
 package gateway
 
 import (
-	"github.com/fencegw/fencegw/wire"
 	"testing"
+
+	"github.com/fencegw/fencegw/wire"
 )
 
 // TestLeaseHubDropsSlowWatcher: a watcher that falls watcherBuffer events
