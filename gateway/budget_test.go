@@ -12,13 +12,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencegw/fencegw/gateway"
+	"github.com/fencegw/fencegw/gateway/guard"
+	"github.com/fencegw/fencegw/gateway/upstream"
 )
 
 // budgetServer serves h under gateway.Budget(o) on a real listener.
-func budgetServer(t *testing.T, o gateway.BudgetOptions, h http.HandlerFunc) *httptest.Server {
+func budgetServer(t *testing.T, o guard.BudgetOptions, h http.HandlerFunc) *httptest.Server {
 	t.Helper()
-	srv := httptest.NewServer(gateway.Budget(o)(h))
+	srv := httptest.NewServer(guard.Budget(o)(h))
 	t.Cleanup(srv.Close)
 	return srv
 }
@@ -56,7 +57,7 @@ func trickleBody(t *testing.T, srv *httptest.Server, n int, interval time.Durati
 // does) has its body read cut at its own deadline, not at the body's.
 func TestBudgetNeverExtendsAHandlersReadDeadline(t *testing.T) {
 	readErr := make(chan error, 1)
-	srv := budgetServer(t, gateway.BudgetOptions{BodyTimeout: time.Hour, WriteTimeout: time.Hour},
+	srv := budgetServer(t, guard.BudgetOptions{BodyTimeout: time.Hour, WriteTimeout: time.Hour},
 		func(w http.ResponseWriter, r *http.Request) {
 			if err := http.NewResponseController(w).SetReadDeadline(time.Now().Add(100 * time.Millisecond)); err != nil {
 				readErr <- err
@@ -80,7 +81,7 @@ func TestBudgetNeverExtendsAHandlersReadDeadline(t *testing.T) {
 // the request: a handler that waits (on an upstream, say) longer than
 // both still answers, its context alive.
 func TestBudgetLeavesNoDeadlineOnceTheBodyIsRead(t *testing.T) {
-	o := gateway.BudgetOptions{BodyTimeout: 50 * time.Millisecond, WriteTimeout: 50 * time.Millisecond}
+	o := guard.BudgetOptions{BodyTimeout: 50 * time.Millisecond, WriteTimeout: 50 * time.Millisecond}
 	srv := budgetServer(t, o, func(w http.ResponseWriter, r *http.Request) {
 		b, err := io.ReadAll(r.Body)
 		if err != nil {
@@ -109,7 +110,7 @@ func TestBudgetLeavesNoDeadlineOnceTheBodyIsRead(t *testing.T) {
 // write_timeout, with pauses longer than it between writes, reaches a
 // client that reads it.
 func TestBudgetLetsAnswersFlow(t *testing.T) {
-	o := gateway.BudgetOptions{BodyTimeout: time.Second, WriteTimeout: 50 * time.Millisecond}
+	o := guard.BudgetOptions{BodyTimeout: time.Second, WriteTimeout: 50 * time.Millisecond}
 	srv := budgetServer(t, o, func(w http.ResponseWriter, r *http.Request) {
 		for i := range 5 {
 			fmt.Fprintf(w, "event %d\n", i)
@@ -132,7 +133,7 @@ func TestBudgetLetsAnswersFlow(t *testing.T) {
 // nothing of it fails to write once write_timeout passes without progress.
 func TestBudgetCutsAClientThatStopsReading(t *testing.T) {
 	writeErr := make(chan error, 1)
-	srv := budgetServer(t, gateway.BudgetOptions{BodyTimeout: time.Second, WriteTimeout: 50 * time.Millisecond},
+	srv := budgetServer(t, guard.BudgetOptions{BodyTimeout: time.Second, WriteTimeout: 50 * time.Millisecond},
 		func(w http.ResponseWriter, r *http.Request) {
 			chunk := make([]byte, 64<<10)
 			for range 1 << 14 { // 1 GiB: far more than the socket buffers hold
@@ -158,7 +159,7 @@ func TestBudgetCutsAClientThatStopsReading(t *testing.T) {
 // (a protocol switch), the deadlines Budget set are gone: the connection
 // outlives write_timeout and body_timeout.
 func TestBudgetHandsAHijackedConnectionOverWithoutDeadlines(t *testing.T) {
-	o := gateway.BudgetOptions{BodyTimeout: 50 * time.Millisecond, WriteTimeout: 50 * time.Millisecond}
+	o := guard.BudgetOptions{BodyTimeout: 50 * time.Millisecond, WriteTimeout: 50 * time.Millisecond}
 	srv := budgetServer(t, o, func(w http.ResponseWriter, r *http.Request) {
 		c, rw, err := http.NewResponseController(w).Hijack()
 		if err != nil {
@@ -200,7 +201,7 @@ func TestBudgetHandsAHijackedConnectionOverWithoutDeadlines(t *testing.T) {
 // TestBudgetGrowsWithAChunkedBody: a body of unknown length that keeps
 // arriving at min_body_rate or faster may take longer than body_timeout.
 func TestBudgetGrowsWithAChunkedBody(t *testing.T) {
-	o := gateway.BudgetOptions{BodyTimeout: 100 * time.Millisecond, MinBodyRate: 100, WriteTimeout: time.Second}
+	o := guard.BudgetOptions{BodyTimeout: 100 * time.Millisecond, MinBodyRate: 100, WriteTimeout: time.Second}
 	srv := budgetServer(t, o, func(w http.ResponseWriter, r *http.Request) {
 		b, err := io.ReadAll(r.Body)
 		if err != nil {
@@ -242,7 +243,7 @@ func TestBudgetGrowsWithAChunkedBody(t *testing.T) {
 // without a body.
 func TestBudgetHandlerReadDeadlineEndsWithTheBody(t *testing.T) {
 	const deadline = 100 * time.Millisecond
-	srv := budgetServer(t, gateway.BudgetOptions{BodyTimeout: time.Hour, WriteTimeout: time.Hour},
+	srv := budgetServer(t, guard.BudgetOptions{BodyTimeout: time.Hour, WriteTimeout: time.Hour},
 		func(w http.ResponseWriter, r *http.Request) {
 			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(deadline))
 			if _, err := io.Copy(io.Discard, r.Body); err != nil {
@@ -251,7 +252,7 @@ func TestBudgetHandlerReadDeadlineEndsWithTheBody(t *testing.T) {
 			}
 			select {
 			case <-r.Context().Done():
-				w.WriteHeader(gateway.StatusClientClosedRequest)
+				w.WriteHeader(upstream.StatusClientClosedRequest)
 			case <-time.After(5 * deadline):
 				w.WriteHeader(http.StatusNoContent)
 			}

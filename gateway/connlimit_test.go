@@ -6,7 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencegw/fencegw/gateway"
+	"github.com/fencegw/fencegw/gateway/guard"
+
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 )
@@ -46,7 +47,7 @@ func TestLimitConnections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := gateway.LimitConnections(raw, gateway.ConnLimitOptions{Max: 2, Listener: "control", MeterProvider: mp})
+	ln, err := guard.LimitConnections(raw, guard.ConnLimitOptions{Max: 2, Listener: "control", MeterProvider: mp})
 	if err != nil {
 		t.Fatal(err)
 	}

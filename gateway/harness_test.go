@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegw/fencegw/gateway/control"
+
 	"github.com/fencegw/fencegw/wire"
 
 	"github.com/fencegw/fencegw/config"
@@ -147,8 +149,8 @@ func etcdOutage(t *testing.T) (storetest.Factory, func(), func()) {
 	return etcdFactory(c.Endpoints(), uniquePrefix()), c.Stop, c.Restart
 }
 
-// upstream records what reached it.
-type upstream struct {
+// testUpstream records what reached it.
+type testUpstream struct {
 	srv *httptest.Server
 	mu  sync.Mutex
 	got []*http.Request
@@ -156,8 +158,8 @@ type upstream struct {
 	delay time.Duration
 }
 
-func newUpstream(t *testing.T) *upstream {
-	u := &upstream{}
+func newUpstream(t *testing.T) *testUpstream {
+	u := &testUpstream{}
 	u.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
@@ -180,7 +182,7 @@ func newUpstream(t *testing.T) *upstream {
 	return u
 }
 
-func (u *upstream) requests() []*http.Request {
+func (u *testUpstream) requests() []*http.Request {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	return append([]*http.Request(nil), u.got...)
@@ -248,7 +250,7 @@ func (a *testAuthority) Issue(holder, resource string, epoch int64) (string, tim
 type gatewayOptions struct {
 	transport http.RoundTripper
 	auth      *testAuthority
-	keys      gateway.APIKeys
+	keys      control.APIKeys
 	sources   map[string]tokens.EpochSource // by route prefix
 	// upstreamTimeout bounds admitted exchanges (gateway default when 0).
 	upstreamTimeout time.Duration
@@ -283,12 +285,12 @@ type gatewayOptions struct {
 // tokensEpochSource abbreviates the epoch source type in tables.
 type tokensEpochSource = tokens.EpochSource
 
-func newGateway(t *testing.T, store tokens.Store, up *upstream, transport http.RoundTripper, specs ...routeSpec) *gw {
+func newGateway(t *testing.T, store tokens.Store, up *testUpstream, transport http.RoundTripper, specs ...routeSpec) *gw {
 	t.Helper()
 	return newGatewayWith(t, store, up, gatewayOptions{transport: transport}, specs...)
 }
 
-func newGatewayWith(t *testing.T, store tokens.Store, up *upstream, o gatewayOptions, specs ...routeSpec) *gw {
+func newGatewayWith(t *testing.T, store tokens.Store, up *testUpstream, o gatewayOptions, specs ...routeSpec) *gw {
 	t.Helper()
 	if o.auth == nil {
 		o.auth = newTestAuthority(t)

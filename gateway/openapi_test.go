@@ -9,12 +9,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fencegw/fencegw/gateway/control"
+	"github.com/fencegw/fencegw/gateway/problem"
+
 	"github.com/fencegw/fencegw/wire"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/go-chi/chi/v5"
-
-	"github.com/fencegw/fencegw/gateway"
 )
 
 // specOperations lists "METHOD path" for every operation of the spec's
@@ -41,7 +42,7 @@ func TestControlAPIMatchesSpec(t *testing.T) {
 		t.Fatal(err)
 	}
 	var served []string
-	h := gateway.NewControlRouter(gateway.ControlOptions{Metrics: http.NotFoundHandler(), Pprof: true})
+	h := control.NewControlRouter(control.ControlOptions{Metrics: http.NotFoundHandler(), Pprof: true})
 	err = chi.Walk(h, func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
 		served = append(served, method+" "+route)
 		return nil
@@ -113,7 +114,7 @@ func TestProxyPathItem(t *testing.T) {
 func problemTypes(t *testing.T) map[string]int {
 	t.Helper()
 	types := map[string]int{}
-	for _, k := range gateway.ProblemKinds() {
+	for _, k := range problem.ProblemKinds() {
 		if _, dup := types[k.Type]; dup {
 			t.Errorf("the catalogue lists %s twice", k.Type)
 		}

@@ -10,6 +10,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/fencegw/fencegw/gateway/observe"
+	"github.com/fencegw/fencegw/gateway/reqctx"
+	"github.com/fencegw/fencegw/gateway/upstream"
 )
 
 // routeTransport sends each request through its route's own transport when
@@ -18,24 +22,24 @@ type routeTransport struct{ def http.RoundTripper }
 
 func (t routeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	next := t.def
-	ex, _ := exchangeFrom(req.Context())
-	if ex != nil && ex.route != nil && ex.route.Transport != nil {
-		next = ex.route.Transport
+	ex, _ := reqctx.ExchangeFrom(req.Context())
+	if ex != nil && ex.Route != nil && ex.Route.Transport != nil {
+		next = ex.Route.Transport
 	}
 	if ex != nil {
-		ex.forwarding = true
+		ex.Forwarding = true
 	}
 	var resp *http.Response
 	var err error
-	if _, ok := next.(*Transport); ok {
+	if _, ok := next.(*upstream.Transport); ok {
 		resp, err = next.RoundTrip(req) // cuts at the delivery deadline itself
 	} else {
-		resp, err = roundTripBefore(next, req)
+		resp, err = upstream.RoundTripBefore(next, req)
 	}
 	if ex != nil {
-		ex.answered = err == nil
-		if errors.Is(err, errNothingSent) {
-			ex.forwarding = false
+		ex.Answered = err == nil
+		if errors.Is(err, upstream.ErrNothingSent) {
+			ex.Forwarding = false
 		}
 	}
 	return resp, err
@@ -48,12 +52,12 @@ func (t routeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // admitted epoch and resource. Its failed exchanges are logged through
 // refusals (see proxyErrorHandler), the proxy's own complaints (a body cut
 // mid-copy) as structured lines of log.
-func NewProxy(transport http.RoundTripper, log *slog.Logger, obs *Observer, refusals *RefusalLog) *httputil.ReverseProxy {
+func NewProxy(transport http.RoundTripper, log *slog.Logger, obs *observe.Observer, refusals *observe.RefusalLog) *httputil.ReverseProxy {
 	return &httputil.ReverseProxy{
 		Rewrite:      rewrite,
 		Transport:    transport,
 		BufferPool:   newBufferPool(),
-		ErrorHandler: proxyErrorHandler(log, obs, refusals),
+		ErrorHandler: upstream.ErrorHandler(log, obs, refusals),
 		ErrorLog:     slog.NewLogLogger(log.With(slog.String("component", "reverse_proxy")).Handler(), slog.LevelWarn),
 		// Flush streamed responses (no Content-Length) as they arrive.
 		FlushInterval: -1,
@@ -61,8 +65,8 @@ func NewProxy(transport http.RoundTripper, log *slog.Logger, obs *Observer, refu
 }
 
 func rewrite(pr *httputil.ProxyRequest) {
-	ex, _ := exchangeFrom(pr.In.Context()) // MatchRoute started it
-	rt := ex.route
+	ex, _ := reqctx.ExchangeFrom(pr.In.Context()) // MatchRoute started it
+	rt := ex.Route
 	// The upstream gets the very path the route matched and the fence
 	// read, re-encoded canonically: MatchRoute refused the escapes (%2F,
 	// %5C, %2E) that would decode differently.
@@ -80,15 +84,15 @@ func rewrite(pr *httputil.ProxyRequest) {
 			delete(h, name)
 		}
 	}
-	if ex.admitted {
-		h[EpochHeader] = []string{strconv.FormatInt(ex.admission.Epoch, 10)}
-		h[ResourceHeader] = []string{ex.admission.Resource}
+	if ex.Admitted {
+		h[EpochHeader] = []string{strconv.FormatInt(ex.Admission.Epoch, 10)}
+		h[ResourceHeader] = []string{ex.Admission.Resource}
 	}
-	if ex.body != nil {
+	if ex.Body != nil {
 		// ReverseProxy hides the body behind a wrapper net/http cannot
 		// see through; an in-memory reader lets it send head and body in
 		// one write.
-		pr.Out.Body = io.NopCloser(bytes.NewReader(ex.body))
+		pr.Out.Body = io.NopCloser(bytes.NewReader(ex.Body))
 	}
 }
 

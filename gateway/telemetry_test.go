@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegw/fencegw/gateway/observe"
+
 	"github.com/fencegw/fencegw/wire"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -168,7 +170,7 @@ func TestDecisionsOnSpans(t *testing.T) {
 		}
 		var stale bool
 		for _, e := range s.Events() {
-			stale = stale || e.Name == gateway.EventStaleWriteRejected
+			stale = stale || e.Name == observe.EventStaleWriteRejected
 		}
 		if stale != (c.decision == "stale") {
 			t.Errorf("%s: stale event present = %v", c.name, stale)

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencegw/fencegw/gateway"
+	"github.com/fencegw/fencegw/gateway/upstream"
 )
 
 // rawUpstreamServer answers each connection with answer, which sees the
@@ -132,7 +132,7 @@ func TestTransportReusesConnections(t *testing.T) {
 		io.WriteString(c, answers[path])
 		return path != "/close" && path != "/eof"
 	})
-	tr := gateway.NewTransport(gateway.TransportOptions{})
+	tr := upstream.NewTransport(upstream.TransportOptions{})
 	t.Cleanup(tr.CloseIdleConnections)
 	for _, tc := range []struct {
 		path      string
@@ -176,7 +176,7 @@ func TestTransportIdleCloseByUpstream(t *testing.T) {
 		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
 		return false // close after every answer, without saying so
 	})
-	tr := gateway.NewTransport(gateway.TransportOptions{})
+	tr := upstream.NewTransport(upstream.TransportOptions{})
 	t.Cleanup(tr.CloseIdleConnections)
 	for i := range 3 {
 		if _, body, err := roundTrip(t, tr, http.MethodGet, up.url()+"/", ""); err != nil || body != "ok" {
@@ -218,7 +218,7 @@ func TestTransportAborts(t *testing.T) {
 		return false
 	})
 	t.Cleanup(func() { close(release) })
-	tr := gateway.NewTransport(gateway.TransportOptions{ResponseHeaderTimeout: 100 * time.Millisecond})
+	tr := upstream.NewTransport(upstream.TransportOptions{ResponseHeaderTimeout: 100 * time.Millisecond})
 	t.Cleanup(tr.CloseIdleConnections)
 	_, _, err := roundTrip(t, tr, http.MethodGet, up.url()+"/hang", "")
 	var ne net.Error
@@ -226,7 +226,7 @@ func TestTransportAborts(t *testing.T) {
 		t.Fatalf("head timeout: %v, want a timeout error", err)
 	}
 
-	tr2 := gateway.NewTransport(gateway.TransportOptions{})
+	tr2 := upstream.NewTransport(upstream.TransportOptions{})
 	t.Cleanup(tr2.CloseIdleConnections)
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, up.url()+"/slowbody", nil)
@@ -255,7 +255,7 @@ func TestTransportClosedEarly(t *testing.T) {
 		io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n0123456789")
 		return true
 	})
-	tr := gateway.NewTransport(gateway.TransportOptions{})
+	tr := upstream.NewTransport(upstream.TransportOptions{})
 	t.Cleanup(tr.CloseIdleConnections)
 	req, _ := http.NewRequest(http.MethodGet, up.url()+"/", nil)
 	resp, err := tr.RoundTrip(req)
@@ -283,7 +283,7 @@ func TestTransportWritesWhatItWasGiven(t *testing.T) {
 		io.WriteString(c, "HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n")
 		return true
 	})
-	tr := gateway.NewTransport(gateway.TransportOptions{})
+	tr := upstream.NewTransport(upstream.TransportOptions{})
 	t.Cleanup(tr.CloseIdleConnections)
 	req, _ := http.NewRequest(http.MethodPut, up.url()+"/a/b?c=d", strings.NewReader("body!"))
 	req.Header.Set("X-Test", "1")

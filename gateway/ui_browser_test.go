@@ -16,12 +16,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegw/fencegw/gateway/ui"
+
 	"github.com/fencegw/fencegw/wire"
 
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
-	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/internal/testutil/testbrowser"
 )
 
@@ -466,7 +467,7 @@ func newAuditFixture(t *testing.T, adminKey string) *auditFixture {
 		"expires_at": fixtureStamp(now.Add(8 * time.Second))}
 
 	mux := http.NewServeMux()
-	mux.Handle("/ui/", gateway.NewUI(fixtureTraceURL))
+	mux.Handle("/ui/", ui.NewUI(fixtureTraceURL))
 	mux.HandleFunc("GET /v1/audit/leases", func(w http.ResponseWriter, r *http.Request) {
 		if f.authorize(w, r) {
 			writeFixtureJSON(w, map[string]any{"events": f.list(&f.events, "name", r.URL.Query().Get("name"))})

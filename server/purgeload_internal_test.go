@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/fencegw/fencegw/wire"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/fencegw/fencegw/wire"
 
 	"github.com/fencegw/fencegw/config"
 	"github.com/fencegw/fencegw/gateway"

@@ -5,13 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/fencegw/fencegw/wire"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
+
+	"github.com/fencegw/fencegw/wire"
 
 	"github.com/fencegw/fencegw/cmd/fencegw/internal/apiclient"
 	"github.com/fencegw/fencegw/gateway"

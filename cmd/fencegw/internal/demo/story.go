@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/fencegw/fencegw/wire"
 	"net/http"
 	"slices"
 	"time"
 
+	"github.com/fencegw/fencegw/gateway/problem"
+	"github.com/fencegw/fencegw/wire"
+
 	"github.com/fencegw/fencegw/cmd/fencegw/internal/apiclient"
-	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/leader"
 	"github.com/fencegw/fencegw/tokens"
 )
@@ -104,7 +105,7 @@ func (s *story) nodeBRefused(ctx context.Context) error {
 	select {
 	case no := <-s.b.firstNo:
 		p := no.Problem
-		if p == nil || p.Type != gateway.TypeLeaseHeld || p.Holder != "node-a" || p.CurrentEpoch == nil {
+		if p == nil || p.Type != problem.TypeLeaseHeld || p.Holder != "node-a" || p.CurrentEpoch == nil {
 			return fmt.Errorf("node-b: first acquire: want 409 lease-held by node-a, got %s", no)
 		}
 		s.n.say("node-b", "POST /v1/leases/%s/acquire -> 409 Conflict: held by node-a at epoch %d; node-b retries every %s",
@@ -208,7 +209,7 @@ func (s *story) nodeAWakes(ctx context.Context) error {
 		return fmt.Errorf("node-a: stale write: %w", err)
 	}
 	p := refused.Problem
-	if refused.Status != http.StatusPreconditionFailed || p == nil || p.Type != gateway.TypeStaleEpoch ||
+	if refused.Status != http.StatusPreconditionFailed || p == nil || p.Type != problem.TypeStaleEpoch ||
 		p.PresentedEpoch == nil || p.CurrentEpoch == nil {
 		return fmt.Errorf("node-a: stale write at epoch 1: want 412 stale-epoch, got %s", refused)
 	}
