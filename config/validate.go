@@ -29,6 +29,43 @@ func (c *Config) Validate() error {
 	bad := func(field, format string, args ...any) {
 		errs = append(errs, &FieldError{Field: field, Msg: fmt.Sprintf(format, args...)})
 	}
+	validateListeners(c, bad)
+	validateTimeouts(c, bad)
+	validateAudit(c.Audit, bad)
+	validateControl(c.Control, bad)
+	validateConnBudget(c, bad)
+	validateWatch(c.Watch, bad)
+	validateLeases(c, bad)
+	if err := CheckTraceURL(c.UI.TraceURL); err != nil {
+		bad("ui.trace_url", "%v", err)
+	}
+	if c.MaxBodyBytes < 0 {
+		bad("max_body_bytes", "must not be negative")
+	}
+	if c.MaxHeaderBytes < 1024 {
+		bad("max_header_bytes", "must be at least 1024, got %d", c.MaxHeaderBytes)
+	}
+	validateLogging(c, bad)
+	errs = append(errs, c.Signing.validate()...)
+	errs = append(errs, validateAPIKeys(c.APIKeys)...)
+	if c.TLS != nil {
+		errs = append(errs, c.TLS.validate("tls", false)...)
+	}
+	if c.APITLS != nil {
+		errs = append(errs, c.APITLS.validate("api_tls", true)...)
+	}
+	if !c.ControlAuthenticated() && c.APIListen != "" && !IsLoopback(c.APIListen) {
+		bad("api_listen", "%s is not a loopback address: without api_keys (or api_tls.client_ca_file) the control API serves on loopback only", c.APIListen)
+	}
+	for i, r := range c.Routes {
+		errs = append(errs, r.validate(fmt.Sprintf("routes[%d]", i))...)
+	}
+	validateRouteSet(c.Routes, bad)
+	return errors.Join(errs...)
+}
+
+// validateListeners checks listen, api_listen and store.
+func validateListeners(c *Config, bad func(field, format string, args ...any)) {
 	if err := checkAddr(c.Listen); err != nil {
 		bad("listen", "%v", err)
 	}
@@ -41,6 +78,11 @@ func (c *Config) Validate() error {
 	if err := CheckStore(c.Store); err != nil {
 		bad("store", "%v", err)
 	}
+}
+
+// validateTimeouts checks the timeouts, the idempotency window (at least
+// upstream_timeout) and lock_delay.
+func validateTimeouts(c *Config, bad func(field, format string, args ...any)) {
 	for name, d := range map[string]Duration{
 		"store_timeout": c.StoreTimeout, "shutdown_timeout": c.ShutdownTimeout,
 		"read_header_timeout": c.ReadHeaderTimeout, "idle_timeout": c.IdleTimeout,
@@ -64,20 +106,10 @@ func (c *Config) Validate() error {
 		// Every store keeps lock-delays in whole milliseconds: refused, not rounded.
 		bad("lock_delay", "must be from 0s to %s in whole milliseconds, got %s", tokens.MaxLockDelay, d)
 	}
-	validateAudit(c.Audit, bad)
-	validateControl(c.Control, bad)
-	validateConnBudget(c, bad)
-	validateWatch(c.Watch, bad)
-	validateLeases(c, bad)
-	if err := CheckTraceURL(c.UI.TraceURL); err != nil {
-		bad("ui.trace_url", "%v", err)
-	}
-	if c.MaxBodyBytes < 0 {
-		bad("max_body_bytes", "must not be negative")
-	}
-	if c.MaxHeaderBytes < 1024 {
-		bad("max_header_bytes", "must be at least 1024, got %d", c.MaxHeaderBytes)
-	}
+}
+
+// validateLogging checks log_level, log_format and log_refusals_per_second.
+func validateLogging(c *Config, bad func(field, format string, args ...any)) {
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
@@ -91,30 +123,22 @@ func (c *Config) Validate() error {
 	if c.LogRefusalsPerSecond < 1 || c.LogRefusalsPerSecond > 10000 {
 		bad("log_refusals_per_second", "must be from 1 to 10000, got %d", c.LogRefusalsPerSecond)
 	}
-	errs = append(errs, c.Signing.validate()...)
-	errs = append(errs, validateAPIKeys(c.APIKeys)...)
-	if c.TLS != nil {
-		errs = append(errs, c.TLS.validate("tls", false)...)
-	}
-	if c.APITLS != nil {
-		errs = append(errs, c.APITLS.validate("api_tls", true)...)
-	}
-	if !c.ControlAuthenticated() && c.APIListen != "" && !IsLoopback(c.APIListen) {
-		bad("api_listen", "%s is not a loopback address: without api_keys (or api_tls.client_ca_file) the control API serves on loopback only", c.APIListen)
-	}
-	if len(c.Routes) == 0 {
+}
+
+// validateRouteSet checks that there is a route and that no two serve the
+// same host and prefix; validate checks each route.
+func validateRouteSet(routes []Route, bad func(field, format string, args ...any)) {
+	if len(routes) == 0 {
 		bad("routes", "at least one route is required")
 	}
 	seen := map[string]int{}
-	for i, r := range c.Routes {
-		errs = append(errs, r.validate(fmt.Sprintf("routes[%d]", i))...)
+	for i, r := range routes {
 		key := strings.ToLower(r.Host) + " " + r.Prefix
 		if j, dup := seen[key]; dup {
 			bad(fmt.Sprintf("routes[%d].prefix", i), "routes[%d] already serves host %q and prefix %q", j, r.Host, r.Prefix)
 		}
 		seen[key] = i
 	}
-	return errors.Join(errs...)
 }
 
 func (r *Route) validate(at string) []error {

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -23,12 +24,15 @@ import (
 //	                       (default 2)
 //	FENCEGW_FAULTS_ONLY    a regular expression: only the faults it matches
 //	FENCEGW_FAULTS_REPORT  a file the result tables are appended to
+//	FENCEGW_FAULTS_PROGRESS a file a line "case i of n: NAME" is appended
+//	                       to as each case (one step of faults) starts
 const (
-	envSeeds  = "FENCEGW_FAULTS_SEEDS"
-	envHold   = "FENCEGW_FAULTS_HOLD"
-	envCombos = "FENCEGW_FAULTS_COMBOS"
-	envReport = "FENCEGW_FAULTS_REPORT"
-	envOnly   = "FENCEGW_FAULTS_ONLY"
+	envSeeds    = "FENCEGW_FAULTS_SEEDS"
+	envHold     = "FENCEGW_FAULTS_HOLD"
+	envCombos   = "FENCEGW_FAULTS_COMBOS"
+	envReport   = "FENCEGW_FAULTS_REPORT"
+	envOnly     = "FENCEGW_FAULTS_ONLY"
+	envProgress = "FENCEGW_FAULTS_PROGRESS"
 )
 
 // ciSeeds is the fixed seed list of a CI run, one per store.
@@ -143,7 +147,9 @@ func runSuite(t *testing.T, store string, seed uint64, hold time.Duration, combo
 	time.Sleep(time.Second) // warm up
 	var windows []Window
 	var hwm []Violation
-	for _, step := range plan(store, seed, combos) {
+	steps := plan(store, seed, combos)
+	for i, step := range steps {
+		progress(t, i+1, len(steps), store, seed, step)
 		start := time.Now()
 		d := hold
 		for _, f := range step {
@@ -199,10 +205,10 @@ func runSuite(t *testing.T, store string, seed uint64, hold time.Duration, combo
 			// The jump alone must have met leased writes on the jumped
 			// replicas.
 			n := leasedInFlight(h, win)
-			t.Logf("leased writes admitted while clocks were jumped, by replica: %v", n)
+			t.Logf("leased writes decided while clocks were jumped, by replica: %v", n)
 			for r, k := range n {
 				if k == 0 {
-					t.Errorf("no leased write was admitted through replica %d while its clock was jumped: the fault was not exercised", r)
+					t.Errorf("no leased write was decided through replica %d while its clock was jumped: the fault was not exercised", r)
 				}
 			}
 		}
@@ -273,6 +279,21 @@ func dbName(dsn string) string {
 	return strings.TrimPrefix(u.Path, "/")
 }
 
+// progress appends the line "case i of n: NAME" to the file
+// FENCEGW_FAULTS_PROGRESS names, if any, as the case's faults are about to
+// be made; NAME is the store, the seed and the case's faults joined by "+".
+func progress(t *testing.T, i, n int, store string, seed uint64, step []fault) {
+	path := os.Getenv(envProgress)
+	if path == "" {
+		return
+	}
+	names := make([]string, len(step))
+	for j, f := range step {
+		names[j] = f.name
+	}
+	appendReport(t, path, fmt.Sprintf("case %d of %d: %s seed=%d %s\n", i, n, store, seed, strings.Join(names, "+")))
+}
+
 func appendReport(t *testing.T, path, s string) {
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
@@ -281,4 +302,19 @@ func appendReport(t *testing.T, path, s string) {
 	}
 	defer f.Close()
 	f.WriteString(s)
+}
+
+func TestProgressNamesEachCase(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "progress")
+	t.Setenv(envProgress, path)
+	progress(t, 1, 3, "etcd", 7, []fault{{name: "etcd-kill"}})
+	progress(t, 3, 3, "etcd", 7, []fault{{name: "etcd-pause"}, {name: "gateway-sigstop"}})
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "case 1 of 3: etcd seed=7 etcd-kill\ncase 3 of 3: etcd seed=7 etcd-pause+gateway-sigstop\n"
+	if string(b) != want {
+		t.Errorf("progress file:\n%s\nwant:\n%s", b, want)
+	}
 }

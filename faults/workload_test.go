@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/fencegw/fencegw/wire"
 )
 
 // The workload: raw writers racing epochs on a few resources, some writes
@@ -145,9 +147,9 @@ func outcomeOf(resp *http.Response, err error) (Outcome, int64) {
 		return OutcomeUnknown, 0
 	}
 	var p struct {
-		Type    string `json:"type"`
-		Detail  string `json:"detail"`
-		Current int64  `json:"current_epoch"`
+		Type    string     `json:"type"`
+		Detail  string     `json:"detail"`
+		Current wire.Epoch `json:"current_epoch"`
 	}
 	json.Unmarshal(body, &p)
 	switch {
@@ -160,7 +162,7 @@ func outcomeOf(resp *http.Response, err error) (Outcome, int64) {
 	case resp.StatusCode == http.StatusPreconditionFailed && p.Type == "urn:fencegw:problem:superseded":
 		return OutcomeSuperseded, 0
 	case resp.StatusCode == http.StatusPreconditionFailed:
-		return OutcomeStale, p.Current
+		return OutcomeStale, int64(p.Current)
 	case resp.StatusCode == http.StatusConflict && strings.HasPrefix(p.Type, "urn:fencegw:problem:idempotency-"):
 		return OutcomeHeld, 0
 	case resp.StatusCode == http.StatusServiceUnavailable:
@@ -176,7 +178,7 @@ func (w *workload) read(client, r int, res string) (int64, bool) {
 	op := Op{ID: w.nextID("r"), Client: client, Replica: r, Kind: OpRead, Resource: res, Call: time.Now()}
 	resp, err := w.client.Get(w.c.gateways[r].apiURL() + "/v1/fences/" + res)
 	var st struct {
-		Epoch int64 `json:"epoch"`
+		Epoch wire.Epoch `json:"epoch"`
 	}
 	ok := err == nil && resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(&st) == nil
 	if err == nil {
@@ -186,9 +188,9 @@ func (w *workload) read(client, r int, res string) (int64, bool) {
 	if !ok {
 		return 0, false // a failed read says nothing
 	}
-	op.Outcome, op.Current = OutcomeValue, st.Epoch
+	op.Outcome, op.Current = OutcomeValue, int64(st.Epoch)
 	w.record(op)
-	return st.Epoch, true
+	return int64(st.Epoch), true
 }
 
 // leader campaigns for the lease through a random replica, and while it
@@ -254,13 +256,13 @@ func (w *workload) acquire(r int, holder string) (int64, string, bool) {
 	}
 	defer resp.Body.Close()
 	var l struct {
-		Epoch int64  `json:"epoch"`
-		Token string `json:"token"`
+		Epoch wire.Epoch `json:"epoch"`
+		Token string     `json:"token"`
 	}
 	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&l) != nil || l.Token == "" {
 		return 0, "", false
 	}
-	return l.Epoch, l.Token, true
+	return int64(l.Epoch), l.Token, true
 }
 
 func (w *workload) renew(r int, holder string, epoch int64) bool {

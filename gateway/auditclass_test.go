@@ -55,6 +55,9 @@ func junkFlood(g *gw, n int, half chan<- struct{}) int64 {
 // the one lease grant made during it; the flood is kept as a count per
 // route and reason, without its 20,000 names.
 func TestAuditJunkFloodKeepsHistory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow (a flood of 20000 requests); run by the full suite")
+	}
 	const flood = 20000
 	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {

@@ -73,7 +73,7 @@ func testAdmitThenRefuseStale(t *testing.T, g *gw, up *testUpstream) {
 	}
 	p := a.problem(t)
 	// A raw epoch's refusal tells no epoch the caller did not send.
-	if p["resource"] != "invoice-sweeper" || p["presented_epoch"] != 1.0 || p["current_epoch"] != nil ||
+	if p["resource"] != "invoice-sweeper" || p["presented_epoch"] != "1" || p["current_epoch"] != nil ||
 		p["type"] != problem.TypeStaleEpoch {
 		t.Fatalf("stale problem = %v", p)
 	}
@@ -157,7 +157,7 @@ func testIntegerOrder(t *testing.T, g *gw) {
 		// JSON numbers lose precision above 2^53 in float64; compare the raw
 		// text. A raw epoch's refusal names no current epoch (the fence
 		// API below does).
-		if want := `"presented_epoch":` + strconv.FormatInt(s.stale, 10); !strings.Contains(string(a.body), want) ||
+		if want := `"presented_epoch":"` + strconv.FormatInt(s.stale, 10) + `"`; !strings.Contains(string(a.body), want) ||
 			strings.Contains(string(a.body), "current_epoch") {
 			t.Fatalf("%s problem %s lacks %s or names the current epoch", s.res, a.body, want)
 		}
@@ -357,7 +357,7 @@ func TestUpstreamFailures(t *testing.T) {
 	if a.status != http.StatusBadGateway || a.problem(t)["type"] != problem.TypeUpstreamFailed {
 		t.Fatalf("down upstream = %d %s", a.status, a.body)
 	}
-	if p := a.problem(t); p["resource"] != "invoice-sweeper" || p["presented_epoch"] != 1.0 {
+	if p := a.problem(t); p["resource"] != "invoice-sweeper" || p["presented_epoch"] != "1" {
 		t.Fatalf("502 problem = %v", p)
 	}
 }

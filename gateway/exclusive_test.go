@@ -57,7 +57,7 @@ func TestLapsedLeaseFencesWrites(t *testing.T) {
 			before := len(up.requests())
 			for i, r := range []answer{g.write(t, "/bound/x", a.Token), do(t, http.MethodPost, g.proxy.URL+"/raw/x", raw, "payload")} {
 				p := r.problem(t)
-				current := any(float64(a.Epoch))
+				current := any(a.Epoch.String())
 				if i == 1 {
 					current = nil // a raw epoch's refusal tells no epoch
 				}
@@ -98,7 +98,7 @@ func TestLockDelay(t *testing.T) {
 			p := r.problem(t)
 			retry, _ := strconv.Atoi(r.header.Get("Retry-After"))
 			if r.status != http.StatusConflict || p["type"] != problem.TypeLockDelay || p["holder"] != "node-a" ||
-				p["current_epoch"] != float64(a.Epoch) || retry < 1 || retry > 4 {
+				p["current_epoch"] != a.Epoch.String() || retry < 1 || retry > 4 {
 				t.Fatalf("acquire in the lock-delay = %d (Retry-After %q) %v", r.status, r.header.Get("Retry-After"), p)
 			}
 			deadline := time.Now().Add(20 * time.Second)

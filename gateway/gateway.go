@@ -140,7 +140,7 @@ func smallBodies(fail func(http.ResponseWriter, *http.Request, error)) func(http
 			b := make([]byte, r.ContentLength)
 			if _, err := io.ReadFull(r.Body, b); err != nil {
 				if by := upstream.DeliverBy(r.Context()); !by.IsZero() && !time.Now().Before(by) {
-					err = fmt.Errorf("%w: %w", upstream.CutUnsent, err)
+					err = fmt.Errorf("%w: %w", upstream.ErrCutUnsent, err)
 				}
 				if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
 					err = fmt.Errorf("the client sent %d bytes less than its Content-Length: %w", len(b), err)

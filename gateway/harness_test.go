@@ -56,7 +56,12 @@ func (b backend) shortTTL() int {
 	return 1
 }
 
+// backends are the stores the gateway tests run over: the embedded one,
+// PostgreSQL and etcd; with -short (the quick tier) the embedded one only.
 func backends() []backend {
+	if testing.Short() {
+		return []backend{{name: "embedded", fresh: boltFresh}}
+	}
 	return []backend{
 		{name: "embedded", fresh: boltFresh},
 		{name: "postgres", fresh: pgFresh, outage: pgOutage},
@@ -108,11 +113,6 @@ func pgOutage(t *testing.T) (storetest.Factory, func(), func()) {
 	}
 	return f, stop, restart
 }
-
-var (
-	etcdOnce    sync.Once
-	etcdCluster *testetcd.Cluster
-)
 
 func etcdFactory(endpoints []string, prefix string) storetest.Factory {
 	return func(t *testing.T) tokens.Store {

@@ -126,7 +126,7 @@ func TestLeaseLifecycle(t *testing.T) {
 				if r.status != http.StatusPreconditionFailed {
 					t.Fatalf("old token on %s after takeover = %d %s", p, r.status, r.body)
 				}
-				if pr := r.problem(t); pr["current_epoch"] != float64(b2.Epoch) || pr["presented_epoch"] != float64(a.Epoch) {
+				if pr := r.problem(t); pr["current_epoch"] != b2.Epoch.String() || pr["presented_epoch"] != a.Epoch.String() {
 					t.Fatalf("412 problem = %v", pr)
 				}
 			}

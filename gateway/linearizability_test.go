@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencegw/fencegw/gateway/problem"
-
 	"github.com/fencegw/fencegw/wire"
+
+	"github.com/fencegw/fencegw/gateway/problem"
 
 	"github.com/anishathalye/porcupine"
 
@@ -120,15 +120,15 @@ func writeFence(c *http.Client, g *gw, res string, epoch int64, id string) fence
 		return fenceOutput{Outcome: "admitted"}
 	case http.StatusPreconditionFailed:
 		var p struct {
-			Type    string `json:"type"`
-			Current int64  `json:"current_epoch"`
+			Type    string     `json:"type"`
+			Current wire.Epoch `json:"current_epoch"`
 		}
 		json.Unmarshal(body, &p)
 		if p.Type == problem.TypeSuperseded {
 			// Admitted (the HWM may have moved), then not forwarded.
 			return fenceOutput{Outcome: "superseded"}
 		}
-		return fenceOutput{Outcome: "stale", Current: p.Current}
+		return fenceOutput{Outcome: "stale", Current: int64(p.Current)}
 	case http.StatusServiceUnavailable:
 		// The store could not confirm: the HWM may or may not have moved,
 		// but the write must not have been forwarded.
@@ -236,6 +236,9 @@ func TestLinearizableAcrossReplicas(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			if testing.Short() && !strings.HasPrefix(tc.name, "embedded") {
+				t.Skip("PostgreSQL and etcd: run by the full suite")
+			}
 			up := newRecordingUpstream(t)
 			var replicas []*gw
 			for _, f := range tc.replicas(t) {
@@ -250,6 +253,9 @@ func TestLinearizableAcrossReplicas(t *testing.T) {
 // TestLinearizableUnderMemberLoss stops and restarts an etcd member while
 // clients write through three replicas, one of which loses its member.
 func TestLinearizableUnderMemberLoss(t *testing.T) {
+	if testing.Short() {
+		t.Skip("etcd: run by the full suite")
+	}
 	c := testetcd.Start(t, 3)
 	prefix := uniquePrefix()
 	up := newRecordingUpstream(t)

@@ -124,14 +124,14 @@ func TestDecisionsOnSpans(t *testing.T) {
 		want              map[attribute.Key]any
 	}{
 		{"admitted", "/signed/x", lease.Token, 201, "admitted", map[attribute.Key]any{
-			"fencing.resource": "invoice-sweeper", "fencing.epoch.presented": lease.Epoch, "fencing.epoch.current": lease.Epoch,
+			"fencing.resource": "invoice-sweeper", "fencing.epoch.presented": int64(lease.Epoch), "fencing.epoch.current": int64(lease.Epoch),
 			"fencing.holder": "node-a", "fencing.route": "/signed/"}},
 		{"stale", "/raw/x", strconv.FormatInt(int64(lease.Epoch)-1, 10), 412, "stale", map[attribute.Key]any{
-			"fencing.resource": "invoice-sweeper", "fencing.epoch.presented": lease.Epoch - 1, "fencing.epoch.current": lease.Epoch}},
+			"fencing.resource": "invoice-sweeper", "fencing.epoch.presented": int64(lease.Epoch) - 1, "fencing.epoch.current": int64(lease.Epoch)}},
 		{"missing", "/raw/x", "", 428, "missing", map[attribute.Key]any{"fencing.route": "/raw/"}},
 		{"invalid", "/raw/x", "abc", 400, "invalid", nil},
 		{"forbidden, never issued", "/raw/x", strconv.FormatInt(int64(lease.Epoch)+5, 10), 403, "forbidden",
-			map[attribute.Key]any{"fencing.epoch.presented": lease.Epoch + 5, "fencing.epoch.current": lease.Epoch}},
+			map[attribute.Key]any{"fencing.epoch.presented": int64(lease.Epoch) + 5, "fencing.epoch.current": int64(lease.Epoch)}},
 		{"forbidden, other resource", "/bound/x", other.Token, 403, "forbidden", map[attribute.Key]any{"fencing.holder": "node-x"}},
 		{"forged", "/signed/x", forged, 401, "forged", nil},
 		{"unavailable", "/sourced/x", "3", 503, "unavailable", map[attribute.Key]any{"fencing.resource": "elsewhere"}},

@@ -423,10 +423,9 @@ type auditFixture struct {
 	refusals []map[string]any
 	// older are names only GET /v1/audit/resources knows: their entries
 	// are older than the newest page.
-	older     []string
-	authSeen  map[string]bool
-	adminKey  string
-	leaseKeys map[string]bool
+	older    []string
+	authSeen map[string]bool
+	adminKey string
 }
 
 func fixtureStamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }

@@ -69,83 +69,111 @@ func (e *Elector) renewed(t *term, r renewal, deadline time.Time) (Term, bool) {
 // lead keeps t until it ends, then steps down. It returns a non-nil error
 // only when Run must stop: an answer that retrying cannot fix.
 func (e *Elector) lead(ctx context.Context, t *term) error {
+	k := e.newKeeping(t)
+	defer k.expire.Stop()
+	defer k.next.Stop()
+	reason, cancelled := k.keep(ctx)
+	e.stepDown(ctx, k, reason, cancelled)
+	return k.fatal
+}
+
+// keeping is the state of one term's renewals while it leads.
+type keeping struct {
+	e *Elector
+	t *term
+	// deadline is when the term steps down on the Elector's own clock;
+	// lastRenew is when the last successful renewal (or the acquire) was
+	// sent: the authority's deadline is at least LeaseDuration after it.
+	deadline, lastRenew time.Time
+	expire, next        *time.Timer
+	call                *renewCall // the call in flight; nil when none
+	lastErr             error
+	fatal               error // an answer that retrying cannot fix
+	renewCount          int
+}
+
+func (e *Elector) newKeeping(t *term) *keeping {
 	e.mu.Lock()
 	deadline := t.deadline
 	e.mu.Unlock()
-	// lastRenew is when the last successful renewal (or the acquire) was
-	// sent: the authority's deadline is at least LeaseDuration after it.
-	lastRenew := deadline.Add(-e.cfg.RenewDeadline)
-	expire := e.cfg.Clock.NewTimer(deadline.Sub(e.cfg.Clock.Now()))
-	defer expire.Stop()
-	next := e.cfg.Clock.NewTimer(lastRenew.Add(e.cfg.RenewInterval).Sub(e.cfg.Clock.Now()))
-	defer next.Stop()
+	k := &keeping{e: e, t: t, deadline: deadline, lastRenew: deadline.Add(-e.cfg.RenewDeadline)}
+	k.expire = e.cfg.Clock.NewTimer(deadline.Sub(e.cfg.Clock.Now()))
+	k.next = e.cfg.Clock.NewTimer(k.lastRenew.Add(e.cfg.RenewInterval).Sub(e.cfg.Clock.Now()))
+	return k
+}
 
-	var (
-		call       *renewCall // the call in flight; nil when none
-		lastErr    error
-		reason     error
-		fatal      error
-		cancelled  bool
-		renewCount int
-	)
-loop:
+// keep renews the term until it ends and returns why it ended; cancelled
+// is true when ctx ended it.
+func (k *keeping) keep(ctx context.Context) (reason error, cancelled bool) {
+	e, t := k.e, k.t
 	for {
 		select {
 		case <-ctx.Done():
-			reason, cancelled = ctx.Err(), true
-			break loop
+			return ctx.Err(), true
 		case <-t.down:
-			break loop
-		case <-expire.C:
-			reason = e.deadlineReason(lastRenew, lastErr)
-			break loop
+			return nil, false
+		case <-k.expire.C:
+			return e.deadlineReason(k.lastRenew, k.lastErr), false
 		case ev := <-e.events:
 			if ev.ends(t.Epoch) {
-				reason = fmt.Errorf("%w: the lease watch says %s at epoch %d", ErrLeaseLost, ev.Event, ev.Epoch)
-				break loop
+				return fmt.Errorf("%w: the lease watch says %s at epoch %d", ErrLeaseLost, ev.Event, ev.Epoch), false
 			}
-		case <-next.C:
-			call = e.startRenew(ctx, t.Epoch, deadline)
-		case r := <-call.result():
-			call.cancel()
-			call = nil
-			now := e.cfg.Clock.Now()
-			if !now.Before(deadline) {
-				// The timer and the answer raced; the deadline wins.
-				reason = e.deadlineReason(lastRenew, lastErr)
-				break loop
-			}
-			if r.err != nil {
-				if errors.Is(r.err, ErrLeaseLost) || isFatal(r.err) {
-					reason = r.err
-					if isFatal(r.err) {
-						fatal = r.err
-					}
-					break loop
-				}
-				lastErr = r.err
-				e.log.LogAttrs(ctx, slog.LevelWarn, "lease renew failed", slog.Int64("epoch", t.Epoch),
-					slog.String("error", r.err.Error()), slog.Duration("left", deadline.Sub(now)))
-				next.Reset(r.sent.Add(e.cfg.RetryPeriod).Sub(now))
-				continue
-			}
-			lastRenew, lastErr = r.sent, nil
-			deadline = r.sent.Add(e.cfg.RenewDeadline)
-			snapshot, ok := e.renewed(t, r, deadline)
-			if !ok {
-				break loop
-			}
-			renewCount++
-			expire.Reset(deadline.Sub(now))
-			next.Reset(r.sent.Add(e.cfg.RenewInterval).Sub(now))
-			e.log.LogAttrs(ctx, slog.LevelDebug, "lease renewed", slog.Int64("epoch", t.Epoch), slog.Int("renewals", renewCount))
-			if f := e.cfg.Callbacks.OnNewToken; f != nil {
-				f(snapshot)
+		case <-k.next.C:
+			k.call = e.startRenew(ctx, t.Epoch, k.deadline)
+		case r := <-k.call.result():
+			k.call.cancel()
+			k.call = nil
+			if reason, stop := k.answered(ctx, r); stop {
+				return reason, false
 			}
 		}
 	}
+}
 
-	// Step down: stop the Transport and the work first, then talk.
+// answered acts on the outcome r of a renew call: a renewed term gets its
+// new deadline, a failure its retry. stop is true when the term ends, for
+// reason.
+func (k *keeping) answered(ctx context.Context, r renewal) (reason error, stop bool) {
+	e, t := k.e, k.t
+	now := e.cfg.Clock.Now()
+	if !now.Before(k.deadline) {
+		// The timer and the answer raced; the deadline wins.
+		return e.deadlineReason(k.lastRenew, k.lastErr), true
+	}
+	if r.err != nil {
+		if isFatal(r.err) {
+			k.fatal = r.err
+		}
+		if errors.Is(r.err, ErrLeaseLost) || isFatal(r.err) {
+			return r.err, true
+		}
+		k.lastErr = r.err
+		e.log.LogAttrs(ctx, slog.LevelWarn, "lease renew failed", slog.Int64("epoch", t.Epoch),
+			slog.String("error", r.err.Error()), slog.Duration("left", k.deadline.Sub(now)))
+		k.next.Reset(r.sent.Add(e.cfg.RetryPeriod).Sub(now))
+		return nil, false
+	}
+	k.lastRenew, k.lastErr = r.sent, nil
+	k.deadline = r.sent.Add(e.cfg.RenewDeadline)
+	snapshot, ok := e.renewed(t, r, k.deadline)
+	if !ok {
+		return nil, true
+	}
+	k.renewCount++
+	k.expire.Reset(k.deadline.Sub(now))
+	k.next.Reset(r.sent.Add(e.cfg.RenewInterval).Sub(now))
+	e.log.LogAttrs(ctx, slog.LevelDebug, "lease renewed", slog.Int64("epoch", t.Epoch), slog.Int("renewals", k.renewCount))
+	if f := e.cfg.Callbacks.OnNewToken; f != nil {
+		f(snapshot)
+	}
+	return nil, false
+}
+
+// stepDown ends the term k keeps, for reason: it stops the Transport and
+// the work first, then talks (a release when ctx ended the term and
+// ReleaseOnCancel is set), logs and calls OnStoppedLeading.
+func (e *Elector) stepDown(ctx context.Context, k *keeping, reason error, cancelled bool) {
+	t, call := k.t, k.call
 	if !e.end(t, reason) {
 		e.mu.Lock()
 		reason = t.reason
@@ -179,7 +207,6 @@ loop:
 	if call != nil {
 		call.abandon()
 	}
-	return fatal
 }
 
 // deadlineReason is the reason of a step-down on the Elector's own clock.

@@ -117,7 +117,7 @@ func TestUpstream412DoesNotEndTerm(t *testing.T) {
 	}
 	status, body := postTo(t, client, g.ProxyURL+"/email/send")
 	if status != http.StatusPreconditionFailed || !strings.Contains(body, `"type":"`+problem.TypeStaleEpoch+`"`) ||
-		!strings.Contains(body, `"current_epoch":2`) {
+		!strings.Contains(body, `"current_epoch":"2"`) {
 		t.Fatalf("write at the fenced epoch: %d %s, want the gateway's whole stale-epoch problem", status, body)
 	}
 	if _, ok := e.Current(); ok {

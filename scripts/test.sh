@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Runs the whole test suite: formatting, vet, the race-enabled tests (which
-# start their own throwaway PostgreSQL and embedded etcd), and a short pass
-# of every fuzz target.
+# Runs the whole test suite: formatting, vet, staticcheck, the race-enabled
+# tests (which start their own throwaway PostgreSQL and embedded etcd), and a
+# short pass of every fuzz target.
 #
 # PostgreSQL: the tests use FENCEGW_TEST_POSTGRES_DSN when set, otherwise
 # they start a throwaway cluster from the server binaries under
@@ -38,39 +38,69 @@ fi
 
 # quick: the edit-test loop. Unit tests and the conformance suites on the
 # embedded store, without the race detector, the PostgreSQL and etcd
-# backends, the process tests, the benchmarks and the fault suite.
+# backends, the process tests, the benchmarks and the fault suite; with
+# -short, so the slow tests (floods, long waits) are left to the full run.
 if [ "${1:-}" = quick ]; then
 	go vet ./...
-	exec go test -count=1 -timeout 10m $(go list ./... | grep -vE '/(faults|bench)(/|$)|/cmd/fencegw$|/(pgstore|etcdstore|pgsource|etcdsource)$|/internal/testutil/(testpg|testetcd)$|/cmd/fencegw/internal/demo$')
+	exec go test -short -count=1 -timeout 10m $(go list ./... | grep -vE '/(faults|bench)(/|$)|/cmd/fencegw$|/(pgstore|etcdstore|pgsource|etcdsource)$|/internal/testutil/(testpg|testetcd)$|/cmd/fencegw/internal/demo$')
 fi
 
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$unformatted" ]; then
 	echo "gofmt needed on:"; echo "$unformatted"; exit 1
 fi
-echo "go vet"
-go vet ./...
-# The fault suite (faults/) appends its result tables here; they are
-# printed once the tests passed.
-faults_report=$(mktemp)
-# A heartbeat every 25 s: how many packages are done and which are not yet,
-# so a long package never leaves the run silent.
-test_log=$(mktemp)
-trap 'rm -f "$faults_report" "$test_log"' EXIT
+# A heartbeat every 25 s from here to the end of the tests says what runs,
+# so a long step never leaves the run silent: vet or staticcheck, then how
+# many packages are done, which are not yet and, while the fault suite
+# runs, its case (FENCEGW_FAULTS_PROGRESS).
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+step_file=$work/step          # the step running: vet, staticcheck or tests
+test_log=$work/test.log       # go test's output
+faults_progress=$work/faults-progress
+faults_report=$work/faults-report # the fault suite's tables, printed once the tests passed
+echo vet >"$step_file"
+: >"$test_log"
+: >"$faults_progress"
+: >"$faults_report"
 packages=$(go list ./...)
 total=$(echo "$packages" | wc -l)
 start=$(date +%s)
+# heartbeat_line prints the heartbeat's line for step $1, go test's output
+# so far in file $2 and the fault suite's progress file $3.
+heartbeat_line() {
+	local step=$1 log=$2 progress=$3 done_n pending faults_case=""
+	if [ "$step" != tests ]; then
+		echo "[test] $(($(date +%s) - start)) s: $step running"
+		return
+	fi
+	done_n=$(grep -cE '^(ok|FAIL|\?)[[:space:]]' "$log" || true)
+	pending=$(for p in $packages; do grep -qE "^(ok|FAIL|\?)[[:space:]]+$p([[:space:]]|$)" "$log" || echo "$p"; done | head -3 | sed 's|.*/fencegw/||' | paste -sd, -)
+	if ! grep -qE '^(ok|FAIL|\?)[[:space:]]+[^[:space:]]*/faults([[:space:]]|$)' "$log" && [ -s "$progress" ]; then
+		faults_case="; faults at $(tail -n 1 "$progress")"
+	fi
+	echo "[test] $(($(date +%s) - start)) s: $done_n of $total packages done; waiting on ${pending:-none}$faults_case"
+}
 (
 	set +e +o pipefail # head ends the listing early: not an error here
 	while sleep 25; do
-		done_n=$(grep -cE '^(ok|FAIL|\?)[[:space:]]' "$test_log" || true)
-		pending=$(for p in $packages; do grep -qE "^(ok|FAIL|\?)[[:space:]]+$p([[:space:]]|$)" "$test_log" || echo "$p"; done | head -3 | sed 's|.*/fencegw/||' | paste -sd, -)
-		echo "[test] $(($(date +%s) - start)) s: $done_n of $total packages done; waiting on ${pending:-none}"
+		heartbeat_line "$(cat "$step_file")" "$test_log" "$faults_progress"
 	done
 ) &
 heartbeat=$!
+trap 'kill "$heartbeat" 2>/dev/null; rm -rf "$work"' EXIT
+echo "go vet"
+go vet ./...
+# staticcheck at a pinned version, from the module cache once downloaded
+# (the file proxy first: no network needed then).
+echo "staticcheck"
+echo staticcheck >"$step_file"
+GOPROXY="file://$(go env GOMODCACHE)/cache/download,$(go env GOPROXY)" \
+	go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+echo tests >"$step_file"
 set +e
-FENCEGW_FAULTS_REPORT=$faults_report go test -race -count=1 -timeout 25m ./... 2>&1 | tee "$test_log"
+FENCEGW_FAULTS_REPORT=$faults_report FENCEGW_FAULTS_PROGRESS=$faults_progress \
+	go test -race -count=1 -timeout 25m ./... 2>&1 | tee "$test_log"
 status=${PIPESTATUS[0]}
 set -e
 kill "$heartbeat" 2>/dev/null || true

@@ -124,10 +124,10 @@ func mustLeaseCall(t *testing.T, s *Server, name, op, body string) int64 {
 		t.Fatalf("%s %s: %d %s", op, name, rec.Code, rec.Body)
 	}
 	var l struct {
-		Epoch int64 `json:"epoch"`
+		Epoch wire.Epoch `json:"epoch"`
 	}
 	if err := json.Unmarshal(rec.Body.Bytes(), &l); err != nil {
 		t.Fatal(err)
 	}
-	return l.Epoch
+	return int64(l.Epoch)
 }

@@ -29,15 +29,15 @@ func embeddedConfig(t *testing.T, dir string, newStore bool) config.Config {
 }
 
 // newLogged runs New over c and returns the server (closed at the end of
-// the test), the error and what New logged at WARN and above.
-func newLogged(t *testing.T, c config.Config) (*Server, error, string) {
+// the test), what New logged at WARN and above, and the error.
+func newLogged(t *testing.T, c config.Config) (*Server, string, error) {
 	t.Helper()
 	var logs bytes.Buffer
 	s, err := New(context.Background(), c, Options{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err == nil {
 		t.Cleanup(func() { s.Close() })
 	}
-	return s, err, logs.String()
+	return s, logs.String(), err
 }
 
 func readFile(t *testing.T, path string) string {
@@ -53,7 +53,7 @@ func readFile(t *testing.T, path string) string {
 // names it, and a file that exists is opened without one.
 func TestNewStoreFileWarns(t *testing.T) {
 	c := embeddedConfig(t, t.TempDir(), false)
-	s, err, logs := newLogged(t, c)
+	s, logs, err := newLogged(t, c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestNewStoreFileWarns(t *testing.T) {
 		t.Fatalf("a new store file was created without a WARN naming it: %q", logs)
 	}
 	s.Close()
-	if _, err, logs := newLogged(t, c); err != nil || logs != "" {
+	if _, logs, err := newLogged(t, c); err != nil || logs != "" {
 		t.Fatalf("reopening the store: %v; logged %q", err, logs)
 	}
 }
@@ -70,7 +70,7 @@ func TestNewStoreFileWarns(t *testing.T) {
 // refused, and nothing is created.
 func TestLostStoreRefused(t *testing.T) {
 	c := embeddedConfig(t, t.TempDir(), false)
-	s, err, _ := newLogged(t, c)
+	s, _, err := newLogged(t, c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestLostStoreRefused(t *testing.T) {
 	if err := os.Remove(c.Store); err != nil {
 		t.Fatal(err)
 	}
-	_, err, _ = newLogged(t, c)
+	_, _, err = newLogged(t, c)
 	var lost *LostStoreError
 	if !errors.As(err, &lost) || lost.Path != c.Store || lost.KeyPath != keptKeyPath(c.Store) ||
 		!strings.Contains(err.Error(), "--new-store") || !strings.Contains(err.Error(), "backup") {
@@ -94,7 +94,7 @@ func TestLostStoreRefused(t *testing.T) {
 func TestNewStoreRotatesKey(t *testing.T) {
 	dir := t.TempDir()
 	c := embeddedConfig(t, dir, false)
-	s, err, _ := newLogged(t, c)
+	s, _, err := newLogged(t, c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestNewStoreRotatesKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.NewStore = true
-	s, err, logs := newLogged(t, c)
+	s, logs, err := newLogged(t, c)
 	if err != nil {
 		t.Fatalf("New with the acknowledgment: %v", err)
 	}
@@ -138,7 +138,7 @@ func TestEmptyStoreFileRefused(t *testing.T) {
 		if err := os.WriteFile(c.Store, nil, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		_, err, _ := newLogged(t, c)
+		_, _, err := newLogged(t, c)
 		if !errors.Is(err, boltstore.ErrEmptyFile) || !strings.Contains(err.Error(), c.Store) {
 			t.Fatalf("New over an empty store file (acknowledged: %t) = %v", ack, err)
 		}

@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/fencegw/fencegw/wire"
 )
 
 func runCLI(t *testing.T, args ...string) (string, string, int) {
@@ -45,8 +47,8 @@ func TestLeaseAndTokenCommands(t *testing.T) {
 		t.Fatalf("lease acquire: %d %s", code, stderr)
 	}
 	var l struct {
-		Epoch int64  `json:"epoch"`
-		Token string `json:"token"`
+		Epoch wire.Epoch `json:"epoch"`
+		Token string     `json:"token"`
 	}
 	if err := json.Unmarshal([]byte(out), &l); err != nil || l.Epoch != 1 || l.Token == "" {
 		t.Fatalf("lease acquire printed %q: %v", out, err)
@@ -60,7 +62,7 @@ func TestLeaseAndTokenCommands(t *testing.T) {
 		t.Fatalf("acquire while held: %d %s", code, stderr)
 	}
 	if out, _, code := runCLI(t, "lease", "renew", "jobs", "--holder", "node-a", "--epoch", "1", "--api", gw.api); code != 0 ||
-		!strings.Contains(out, `"epoch":1`) {
+		!strings.Contains(out, `"epoch":"1"`) {
 		t.Fatalf("lease renew: %d %s", code, out)
 	}
 	if out, _, code := runCLI(t, "lease", "get", "jobs", "--api", gw.api); code != 0 || !strings.Contains(out, `"holder":"node-a"`) {

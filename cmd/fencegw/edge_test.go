@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/fencegw/fencegw/wire"
 )
 
 // TestEdgeRequestsThroughTheBinary: each way the issue found for a write
@@ -149,8 +151,8 @@ func holdPort(t *testing.T) net.Listener {
 func TestGrantVisibleMeansFenced(t *testing.T) {
 	p, _ := signingGateway(t, newRecorder(t, http.StatusCreated).srv.URL)
 	type grant struct {
-		Epoch int64  `json:"epoch"`
-		Token string `json:"token"`
+		Epoch wire.Epoch `json:"epoch"`
+		Token string     `json:"token"`
 	}
 	lease := func(op, holder string, epoch int64) grant {
 		body := fmt.Sprintf(`{"holder":%q,"ttl_seconds":30}`, holder)
@@ -195,7 +197,7 @@ func TestGrantVisibleMeansFenced(t *testing.T) {
 				json.NewDecoder(resp.Body).Decode(&g)
 				resp.Body.Close()
 				mu.Lock()
-				old := tokens[g.Epoch-1]
+				old := tokens[int64(g.Epoch)-1]
 				mu.Unlock()
 				if old == "" {
 					continue
@@ -214,9 +216,9 @@ func TestGrantVisibleMeansFenced(t *testing.T) {
 	for i := 0; i < 40; i++ {
 		g := lease("acquire", holders[i%2], 0)
 		mu.Lock()
-		tokens[g.Epoch] = g.Token
+		tokens[int64(g.Epoch)] = g.Token
 		mu.Unlock()
-		lease("release", holders[i%2], g.Epoch)
+		lease("release", holders[i%2], int64(g.Epoch))
 	}
 	close(stop)
 	wg.Wait()

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fencegw/fencegw/wire"
 )
 
 // receipt is one write as an upstream received it: from its handler's
@@ -249,8 +251,8 @@ func TestSlowBodyStraddlingTheLapse(t *testing.T) {
 	gw := start(t, "--store", filepath.Join(t.TempDir(), "s.db"), "--config",
 		writeFile(t, t.TempDir(), "c.yaml", []byte(fmt.Sprintf("routes:\n  - prefix: /raw/\n    upstream: %q\n    tokens: raw\n    resource: job\n    raw_on_leased: allow\n", up.URL))))
 	var lease struct {
-		Epoch int64 `json:"epoch"`
-		Held  bool  `json:"held"`
+		Epoch wire.Epoch `json:"epoch"`
+		Held  bool       `json:"held"`
 	}
 	postJSON(t, gw.api+"/v1/leases/job/acquire", `{"holder":"node-a","ttl_seconds":2}`, &lease)
 

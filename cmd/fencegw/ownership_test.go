@@ -86,13 +86,13 @@ func TestLeaseOwnershipThroughTheBinary(t *testing.T) {
 	if a.status != http.StatusOK || a.body["owner"] != "key-one" || a.body["token"] == nil {
 		t.Fatalf("key one's acquire = %d %s", a.status, a.raw)
 	}
-	epoch := a.body["epoch"].(json.Number).String()
+	epoch := a.body["epoch"].(string)
 	held := `{"holder":"node-a","epoch":` + epoch + `}`
 
 	refusedForKeyTwo := func(t *testing.T, p *proc) {
 		t.Helper()
 		g := controlCall(t, "GET", p.api+"/v1/leases/invoice-sweeper", two, "")
-		if g.status != http.StatusOK || g.body["owner"] != "key-one" || g.body["epoch"].(json.Number).String() != epoch || g.body["token"] != nil {
+		if g.status != http.StatusOK || g.body["owner"] != "key-one" || g.body["epoch"].(string) != epoch || g.body["token"] != nil {
 			t.Fatalf("GET by key two = %d %s", g.status, g.raw)
 		}
 		for op, body := range map[string]string{"renew": held, "release": held, "acquire": acquire} {
@@ -154,7 +154,7 @@ routes:
 			t.Fatalf("acquire %d = %d (Retry-After %q) %s, want 409 without Retry-After", i, a.status,
 				a.header.Get("Retry-After"), a.raw)
 		}
-		if a.body["type"] != "urn:fencegw:problem:epoch-exhausted" || a.body["current_epoch"].(json.Number).String() != top ||
+		if a.body["type"] != "urn:fencegw:problem:epoch-exhausted" || a.body["current_epoch"].(string) != top ||
 			a.body["token"] != nil {
 			t.Fatalf("acquire %d problem = %s", i, a.raw)
 		}

@@ -168,7 +168,7 @@ func TestReplicaProcessesShareTheFence(t *testing.T) {
 				}
 				line, _ := bufio.NewReader(resp.Body).ReadString('\n')
 				resp.Body.Close()
-				if !strings.Contains(line, `"epoch":2`) {
+				if !strings.Contains(line, `"epoch":"2"`) {
 					t.Fatalf("fence = %s", line)
 				}
 			}

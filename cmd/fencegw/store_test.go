@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fencegw/fencegw/wire"
 )
 
 // refusedStart runs `fencegw serve` with args, expecting it to refuse to
@@ -73,8 +75,8 @@ func TestLostStoreNeedsAcknowledgment(t *testing.T) {
 	args := []string{"--store", db, "--signed-route", "/s/=" + up.URL}
 	p := start(t, args...)
 	var g struct {
-		Epoch int64  `json:"epoch"`
-		Token string `json:"token"`
+		Epoch wire.Epoch `json:"epoch"`
+		Token string     `json:"token"`
 	}
 	postJSON(t, p.api+"/v1/leases/r/acquire", `{"holder":"node-a","ttl_seconds":30}`, &g)
 	if s := post(t, p.proxy+"/s/x", g.Token, ""); s != http.StatusNoContent {

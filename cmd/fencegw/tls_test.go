@@ -163,7 +163,7 @@ routes:
 	out, errOut, code = probeRun(t, nil, "--api", api, "--tls-cert", clientCertFile, "--tls-key", clientKeyFile)
 	wantNotReady(t, "probe without the CA", out, errOut, code, "not ready", "certificate")
 	out, errOut, code = runCLI(t, append([]string{"lease", "acquire", "jobs", "--holder", "node-a"}, withCertFlags...)...)
-	if code != 0 || !strings.Contains(out, `"epoch":1`) {
+	if code != 0 || !strings.Contains(out, `"epoch":"1"`) {
 		t.Errorf("lease acquire over mutual TLS: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
 }

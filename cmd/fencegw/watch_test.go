@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegw/fencegw/wire"
+
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -42,7 +44,7 @@ func TestLeaseWatchCLI(t *testing.T) {
 	}()
 	time.Sleep(500 * time.Millisecond) // the watch is open
 	var l struct {
-		Epoch int64 `json:"epoch"`
+		Epoch wire.Epoch `json:"epoch"`
 	}
 	postJSON(t, gw.api+"/v1/leases/jobs/acquire", `{"holder":"node-a","ttl_seconds":30}`, &l)
 	postJSON(t, gw.api+"/v1/leases/jobs/renew", fmt.Sprintf(`{"holder":"node-a","epoch":%d}`, l.Epoch), &l)
@@ -50,9 +52,9 @@ func TestLeaseWatchCLI(t *testing.T) {
 		select {
 		case line := <-lines:
 			var ev struct {
-				Event  string `json:"event"`
-				Holder string `json:"holder"`
-				Epoch  int64  `json:"epoch"`
+				Event  string     `json:"event"`
+				Holder string     `json:"holder"`
+				Epoch  wire.Epoch `json:"epoch"`
 			}
 			if err := json.Unmarshal([]byte(line), &ev); err != nil || ev.Event != want || ev.Holder != "node-a" || ev.Epoch != l.Epoch {
 				t.Fatalf("printed %q (%v), want a %s event", line, err, want)
@@ -82,7 +84,7 @@ func TestWatcherThatNeverReads(t *testing.T) {
 	// Long names make long events: a few thousand fill the socket.
 	name, holder := strings.Repeat("n", 250), strings.Repeat("h", 250)
 	var l struct {
-		Epoch int64 `json:"epoch"`
+		Epoch wire.Epoch `json:"epoch"`
 	}
 	postJSON(t, gw.api+"/v1/leases/"+name+"/acquire", `{"holder":"`+holder+`","ttl_seconds":300}`, &l)
 	conn := deafWatcher(t, strings.TrimPrefix(gw.api, "http://"), "/v1/leases/"+name+"/watch")

@@ -114,15 +114,6 @@ func (s *framingScanner) safe() int64 {
 	return s.holdStart
 }
 
-// inBody reports whether the request in progress has a validated head.
-func (s *framingScanner) inBody() bool {
-	switch s.st {
-	case stIdle, stRequestLine, stHeaderLine, stFailed:
-		return false
-	}
-	return true
-}
-
 // feed consumes the next bytes of the stream and returns how many it
 // consumed. It stops early right after a head or a request ends, saying
 // which; after a violation it consumes nothing and returns the violation

@@ -109,11 +109,6 @@ func NewObserver(tp trace.TracerProvider, mp metric.MeterProvider, prop propagat
 	return o, nil
 }
 
-// span starts an internal child span of ctx's span.
-func (o *Observer) span(ctx context.Context, name string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
-	return o.tracer.Start(ctx, name, trace.WithAttributes(attrs...))
-}
-
 // ChildSpan starts an internal child span of ctx's span when that span
 // records; otherwise it returns ctx and its own non-recording span, which
 // costs nothing (a parent-based sampler would not record the child either).

@@ -26,8 +26,8 @@ var errDeliveryCut = errors.New("the lease lapsed before the write was delivered
 // write was sent to the upstream.
 var ErrNothingSent = errors.New("nothing of the write was sent")
 
-// CutUnsent is the error of a write cut before any of it was sent.
-var CutUnsent = fmt.Errorf("%w: %w", errDeliveryCut, ErrNothingSent)
+// ErrCutUnsent is the error of a write cut before any of it was sent.
+var ErrCutUnsent = fmt.Errorf("%w: %w", errDeliveryCut, ErrNothingSent)
 
 // DeliverBy is when the request's admitted write must be delivered whole
 // by; the zero Time when no lease bounds it.
@@ -92,7 +92,7 @@ func RoundTripBefore(rt http.RoundTripper, req *http.Request) (*http.Response, e
 	}
 	if !time.Now().Before(by) {
 		closeBody(req)
-		return nil, CutUnsent
+		return nil, ErrCutUnsent
 	}
 	ctx, cancel := context.WithCancelCause(req.Context())
 	d := &delivery{by: by}

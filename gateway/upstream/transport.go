@@ -272,7 +272,7 @@ func (c *upstreamConn) exchange(req *http.Request, headerTimeout time.Duration) 
 	c.sent = 0
 	by := DeliverBy(ctx)
 	if !by.IsZero() && !time.Now().Before(by) {
-		return nil, CutUnsent
+		return nil, ErrCutUnsent
 	}
 	stop := context.AfterFunc(ctx, func() { c.conn.SetDeadline(aLongTimeAgo) })
 	if err := c.send(ctx, req, by); err != nil {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // ErrEmptyFile means the store file exists but holds no bytes. bbolt would
@@ -87,9 +88,9 @@ func openError(path string, err error) error {
 	switch {
 	case errors.As(err, &fe):
 		return err
-	case errors.Is(err, bolt.ErrTimeout):
+	case errors.Is(err, bolterrors.ErrTimeout):
 		return fmt.Errorf("open store %s: file is in use by another process: %w", path, err)
-	case errors.Is(err, bolt.ErrInvalid), errors.Is(err, bolt.ErrChecksum), errors.Is(err, bolt.ErrVersionMismatch):
+	case errors.Is(err, bolterrors.ErrInvalid), errors.Is(err, bolterrors.ErrChecksum), errors.Is(err, bolterrors.ErrVersionMismatch):
 		return &FileError{Path: path, Err: fmt.Errorf("%w: %w", ErrCorrupt, err)}
 	}
 	return fmt.Errorf("open store %s: %w", path, err)

@@ -68,18 +68,9 @@ func (s *Store) Acquire(ctx context.Context, name, holder string, t tokens.Terms
 		return tokens.Grant{}, err
 	}
 
-	var (
-		granted   clientv3.LeaseID // etcd lease granted by this call, not yet used
-		delayed   clientv3.LeaseID // the delay key's, when t.LockDelay > 0
-		grantedAt time.Time
-		etcdTTL   int64
-	)
+	var l etcdLeases
 	fail := func(err error) (tokens.Grant, error) {
-		for _, id := range []clientv3.LeaseID{granted, delayed} {
-			if id != 0 {
-				s.revokeQuietly(ctx, id)
-			}
-		}
+		s.revokeLeases(ctx, &l)
 		return tokens.Grant{}, err
 	}
 	for {
@@ -90,40 +81,15 @@ func (s *Store) Acquire(ctx context.Context, name, holder string, t tokens.Terms
 		if err := ctx.Err(); err != nil {
 			return fail(unavailable(op, name, err))
 		}
-		if granted == 0 {
-			grantedAt = s.clock.Now()
-			if granted, etcdTTL, err = s.grant(ctx, ttlSeconds(t.TTL)); err != nil {
-				return fail(unavailable(op, name, err))
-			}
-			if err := s.checkGranted(ttlSeconds(t.TTL), etcdTTL); err != nil {
-				return fail(err)
-			}
-			if t.LockDelay > 0 {
-				if delayed, _, err = s.grant(ctx, etcdTTL+ttlSeconds(t.LockDelay)); err != nil {
-					return fail(unavailable(op, name, err))
-				}
-			}
+		if err := s.grantLeases(ctx, op, name, t, &l); err != nil {
+			return fail(err)
 		}
-		rec := leaseRecord{
-			Holder:          holder,
-			Epoch:           epoch,
-			TTLMillis:       t.TTL.Milliseconds(),
-			EtcdLease:       int64(granted),
-			EtcdTTL:         etcdTTL,
-			GrantedAt:       grantedAt.UTC().Format(time.RFC3339Nano),
-			Owner:           by.Name,
-			LockDelayMillis: t.LockDelay.Milliseconds(),
-			DelayLease:      int64(delayed),
-		}
+		rec := l.record(holder, epoch, t, by)
 		tr, err := s.grantTxn(ctx, name, st, rec)
 		if isLeaseNotFound(err) {
 			// An etcd lease lapsed before the put: slow retries. Start over
 			// with fresh ones.
-			s.revokeQuietly(ctx, granted)
-			if delayed != 0 {
-				s.revokeQuietly(ctx, delayed)
-			}
-			granted, delayed = 0, 0
+			s.revokeLeases(ctx, &l)
 			if st, err = s.readState(ctx, name, true); err != nil {
 				return fail(unavailable(op, name, err))
 			}
@@ -138,15 +104,71 @@ func (s *Store) Acquire(ctx context.Context, name, holder string, t tokens.Terms
 			}
 			continue
 		}
-		if st.alive && st.aliveID != granted {
+		if st.alive && st.aliveID != l.granted {
 			s.revokeQuietly(ctx, st.aliveID) // holder's own previous grant
 		}
-		if st.delay && st.delayID != delayed {
+		if st.delay && st.delayID != l.delayed {
 			s.revokeQuietly(ctx, st.delayID)
 		}
-		g := grantOf(name, rec, t.TTL, grantedAt, st)
+		g := grantOf(name, rec, t.TTL, l.grantedAt, st)
 		g.Version = tr.Header.Revision // the record's ModRevision now
 		return g, nil
+	}
+}
+
+// etcdLeases are the etcd leases one Acquire grants and has not yet used:
+// the record's and, with a lock-delay, the delay key's.
+type etcdLeases struct {
+	granted, delayed clientv3.LeaseID
+	grantedAt        time.Time
+	etcdTTL          int64 // the TTL etcd granted the record's lease
+}
+
+// grantLeases grants l's leases for terms t unless l holds them already.
+// A failure of the cluster is a *tokens.UnavailableError; a TTL etcd did
+// not grant exactly, checkGranted's error.
+func (s *Store) grantLeases(ctx context.Context, op, name string, t tokens.Terms, l *etcdLeases) error {
+	if l.granted != 0 {
+		return nil
+	}
+	l.grantedAt = s.clock.Now()
+	var err error
+	if l.granted, l.etcdTTL, err = s.grant(ctx, ttlSeconds(t.TTL)); err != nil {
+		return unavailable(op, name, err)
+	}
+	if err := s.checkGranted(ttlSeconds(t.TTL), l.etcdTTL); err != nil {
+		return err
+	}
+	if t.LockDelay > 0 {
+		if l.delayed, _, err = s.grant(ctx, l.etcdTTL+ttlSeconds(t.LockDelay)); err != nil {
+			return unavailable(op, name, err)
+		}
+	}
+	return nil
+}
+
+// revokeLeases revokes, quietly, the leases l holds, and forgets them.
+func (s *Store) revokeLeases(ctx context.Context, l *etcdLeases) {
+	for _, id := range []clientv3.LeaseID{l.granted, l.delayed} {
+		if id != 0 {
+			s.revokeQuietly(ctx, id)
+		}
+	}
+	l.granted, l.delayed = 0, 0
+}
+
+// record is the lease record of a grant to holder at epoch on l's leases.
+func (l *etcdLeases) record(holder string, epoch int64, t tokens.Terms, by tokens.Caller) leaseRecord {
+	return leaseRecord{
+		Holder:          holder,
+		Epoch:           epoch,
+		TTLMillis:       t.TTL.Milliseconds(),
+		EtcdLease:       int64(l.granted),
+		EtcdTTL:         l.etcdTTL,
+		GrantedAt:       l.grantedAt.UTC().Format(time.RFC3339Nano),
+		Owner:           by.Name,
+		LockDelayMillis: t.LockDelay.Milliseconds(),
+		DelayLease:      int64(l.delayed),
 	}
 }
 

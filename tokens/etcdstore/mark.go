@@ -90,7 +90,7 @@ func (s *Store) left(ctx context.Context, id clientv3.LeaseID) (time.Duration, e
 	// later than the expiry.
 	until := start.Add(time.Duration(resp.TTL) * time.Second)
 	s.lives.put(id, until)
-	return until.Sub(time.Now()), nil
+	return time.Until(until), nil
 }
 
 // maxLives bounds the etcd leases whose expiry a Store remembers.

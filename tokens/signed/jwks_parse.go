@@ -13,6 +13,10 @@ import (
 	"math/big"
 )
 
+// errECPointTooLong is the error of a P-256 JWK coordinate wider than the
+// curve's 256 bits.
+var errECPointTooLong = errors.New("P-256 coordinate longer than 32 bytes")
+
 // ParseJWKS reads the Ed25519 and P-256 public keys of a JWK set, such as
 // Keyring.JWKS writes, each with its key id and algorithm. Keys of other
 // types are skipped; a set with none of these is an error.
@@ -38,7 +42,21 @@ func ParseJWKS(data []byte) ([]*Key, error) {
 			if err != nil {
 				return nil, fmt.Errorf("JWKS key %s: %w", j.Kid, err)
 			}
-			pub = &ecdsa.PublicKey{Curve: elliptic.P256(), X: new(big.Int).SetBytes(x), Y: new(big.Int).SetBytes(y)}
+			// The coordinates as big-endian numbers, so leading zero bytes
+			// beyond the field's 32 are accepted.
+			bx, by := new(big.Int).SetBytes(x), new(big.Int).SetBytes(y)
+			if bx.BitLen() > 256 || by.BitLen() > 256 {
+				return nil, fmt.Errorf("JWKS key %s: %w", j.Kid, errECPointTooLong)
+			}
+			point := make([]byte, 65)
+			point[0] = 4 // uncompressed
+			bx.FillBytes(point[1:33])
+			by.FillBytes(point[33:])
+			ec, err := ecdsa.ParseUncompressedPublicKey(elliptic.P256(), point)
+			if err != nil {
+				return nil, fmt.Errorf("JWKS key %s: %w", j.Kid, err)
+			}
+			pub = ec
 		default:
 			continue
 		}

@@ -38,7 +38,7 @@ func TestGenerateKey(t *testing.T) {
 			t.Errorf("HS256 kid %q: want 8 random bytes, not the thumbprint", k.ID)
 		}
 	}
-	if mustKey(t, AlgEdDSA).ID == mustKey(t, AlgEdDSA).ID {
+	if k1, k2 := mustKey(t, AlgEdDSA), mustKey(t, AlgEdDSA); k1.ID == k2.ID {
 		t.Error("two generated keys share a kid")
 	}
 	for _, alg := range []string{"RS256", "ES384", "none", "HS512"} {

@@ -89,14 +89,14 @@ func testAuditIndexedFilters(t *testing.T, f Factory) {
 		}
 		for _, limit := range []int{1000, 7} {
 			q.Limit, q.Before = limit, ""
-			var got, want []tokens.AuditEntry
+			var got []tokens.AuditEntry
 			for page := 0; ; page++ {
 				if page > 400 {
 					t.Fatalf("%+v: paging does not end", q)
 				}
 				g, w := mustListAudit(t, s, q), expectAudit(all, q)
 				sameEntries(t, g, w)
-				got, want = append(got, g...), append(want, w...)
+				got = append(got, g...)
 				if len(g) < limit {
 					break
 				}
