@@ -165,6 +165,24 @@ func New(ctx context.Context, c config.Config, o Options) (s *Server, err error)
 	}
 	s.routes = gateway.NewRoutes(table)
 	s.fence = tokens.NewFence(s.obs.ObserveStore(s.store), tokens.FenceOptions{StoreTimeout: c.StoreTimeout.D()})
+	s.handlers(c, o)
+	s.stopPurge, s.purged = make(chan struct{}), make(chan struct{})
+	go s.purgeLoop(s.stopPurge, s.purged)
+	s.reclaim = startReclaim(s.store, reclaimTerms{retention: c.Leases.Retention.D(), every: reclaimEvery, batch: reclaimBatch,
+		timeout: c.StoreTimeout.D()}, s.log)
+	var auditCtx context.Context
+	auditCtx, s.stopAudit = context.WithCancel(context.Background())
+	s.audited = make(chan struct{})
+	go func() {
+		defer close(s.audited)
+		s.audit.Run(auditCtx)
+	}()
+	return s, nil
+}
+
+// handlers builds the proxy and the control API over what New opened,
+// sharing one RefusalLog so that one cap holds for both.
+func (s *Server) handlers(c config.Config, o Options) {
 	refusals := observe.NewRefusalLog(s.log, observe.RefusalLogOptions{LinesPerSecond: c.LogRefusalsPerSecond})
 	s.proxy = gateway.New(gateway.Options{Routes: s.routes, Fence: s.fence, Transport: s.transport, Logger: s.log, Refusals: refusals,
 		MaxBodyBytes: c.MaxBodyBytes, UpstreamTimeout: c.UpstreamTimeout.D(), Observer: s.obs,
@@ -181,18 +199,6 @@ func New(ctx context.Context, c config.Config, o Options) (s *Server, err error)
 		Pprof: c.Telemetry.Pprof, LockDelay: c.LockDelay.D(), Stopping: s.stopping,
 		WatchHeartbeat: o.WatchHeartbeat, UITraceURL: c.UI.TraceURL, Refusals: refusals, Browser: browserOptions(c),
 		WatchWriteTimeout: c.Watch.WriteTimeout.D(), MaxWatchers: c.Watch.MaxWatchers, MaxLiveLeases: c.Leases.MaxLive})
-	s.stopPurge, s.purged = make(chan struct{}), make(chan struct{})
-	go s.purgeLoop(s.stopPurge, s.purged)
-	s.reclaim = startReclaim(s.store, reclaimTerms{retention: c.Leases.Retention.D(), every: reclaimEvery, batch: reclaimBatch,
-		timeout: c.StoreTimeout.D()}, s.log)
-	var auditCtx context.Context
-	auditCtx, s.stopAudit = context.WithCancel(context.Background())
-	s.audited = make(chan struct{})
-	go func() {
-		defer close(s.audited)
-		s.audit.Run(auditCtx)
-	}()
-	return s, nil
 }
 
 // Proxy returns the fenced reverse proxy's handler.
