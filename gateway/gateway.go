@@ -46,7 +46,7 @@ type Options struct {
 }
 
 // New returns the proxy handler: on connections of a GuardListener the
-// answer to requests that broke framing (see guarded), then path check and
+// answer to requests that broke framing (see guard.Guarded), then path check and
 // route matching, the body limit, the fencing decision, the exchange
 // deadline, at-most-once writes (Idempotency-Key), the drain of earlier
 // epochs' writes, the delivery deadline of

@@ -50,7 +50,7 @@ func (t routeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // the client's fencing headers, the routing headers the fence did not check
 // (tokens.StrippedHeaders) and request trailers, and tells the upstream the
 // admitted epoch and resource. Its failed exchanges are logged through
-// refusals (see proxyErrorHandler), the proxy's own complaints (a body cut
+// refusals (see upstream.ErrorHandler), the proxy's own complaints (a body cut
 // mid-copy) as structured lines of log.
 func NewProxy(transport http.RoundTripper, log *slog.Logger, obs *observe.Observer, refusals *observe.RefusalLog) *httputil.ReverseProxy {
 	return &httputil.ReverseProxy{

@@ -238,7 +238,7 @@ func leaseState(l tokens.Lease) wire.LeaseState {
 		TTLSeconds: l.TTL.Seconds(), LockDelaySeconds: l.LockDelay.Seconds(), Held: l.Held, Owner: l.Owner}
 }
 
-// leaseError answers a lease operation's error (see problemOf), logging
+// leaseError answers a lease operation's error (see problem.ProblemOf), logging
 // through the refusal log what an operator should see (leaseErrorLine).
 func (c *control) leaseError(w http.ResponseWriter, r *http.Request, op, name string, err error) {
 	p := problem.ProblemOf(err)

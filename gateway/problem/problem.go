@@ -36,7 +36,7 @@ const ProblemContentType = wire.ProblemContentType
 
 func EpochPtr(e int64) *wire.Epoch { return wire.EpochOf(e) }
 
-// WriteError answers r with the problem err stands for (see problemOf).
+// WriteError answers r with the problem err stands for (see ProblemOf).
 func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	WriteProblem(w, r, ProblemOf(err))
 }

@@ -78,7 +78,7 @@ func cutAfter(by time.Time, err error) error {
 
 // RoundTripBefore sends req through rt, a transport whose connections this
 // package does not hold (TLS and HTTP/2 upstreams, upgrades): when req's
-// write must be delivered by a moment (see deliverBy), it counts as
+// write must be delivered by a moment (see DeliverBy), it counts as
 // delivered once written whole (httptrace's WroteRequest) and acknowledged
 // whole by the upstream's TCP (see delivery); the response is returned
 // only then. At the moment, a write not delivered is cut: its connection

@@ -17,7 +17,7 @@ import (
 // upstream answered (nginx's 499); nobody receives it.
 const StatusClientClosedRequest = 499
 
-// proxyErrorHandler answers an exchange the reverse proxy could not
+// ErrorHandler answers an exchange the reverse proxy could not
 // complete, and logs it with the request's context (its trace) and route:
 // a client that went away and an upstream that failed through refusals,
 // so that an upstream outage is a few lines a second.
