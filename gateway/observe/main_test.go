@@ -2,8 +2,9 @@ package observe
 
 import (
 	"testing"
+	"time"
 
-	"go.uber.org/goleak"
+	"github.com/fencegw/fencegw/internal/testutil/testleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { testleak.Exit(m.Run(), 5*time.Second) }

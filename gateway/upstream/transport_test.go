@@ -1,4 +1,4 @@
-package gateway_test
+package upstream_test
 
 import (
 	"bufio"
