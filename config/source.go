@@ -1,12 +1,18 @@
 package config
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+
+	"github.com/fencegw/fencegw/tokens/source/redissource"
+)
 
 // EpochSource names an external election: the truth about who leads a
 // route's resource when its leaders bring their own lease.
 type EpochSource struct {
-	// Kind is postgres (a leader_lease table) or etcd (a concurrency
-	// Election, whose epoch is the leader key's create revision).
+	// Kind is postgres (a leader_lease table), etcd (a concurrency
+	// Election, whose epoch is the leader key's create revision) or redis
+	// (a lock key whose value is the epoch).
 	Kind string `yaml:"kind"`
 	// DSN is the PostgreSQL connection string (postgres).
 	DSN string `yaml:"dsn"`
@@ -21,6 +27,25 @@ type EpochSource struct {
 	Endpoints []string `yaml:"endpoints"`
 	// Prefix is the election prefix (etcd).
 	Prefix string `yaml:"prefix"`
+	// Address is the Redis primary: host:port, or a redis:// or rediss://
+	// URL with password and database (redis).
+	Address string `yaml:"address"`
+	// Key is the lock key, where {resource} stands for the route's
+	// resource (redis); default fencegw:{resource}.
+	Key string `yaml:"key"`
+}
+
+// oneElection reports whether the source reads one election for every
+// resource of the route: an etcd election, or a Redis key without
+// {resource}.
+func (s *EpochSource) oneElection() bool {
+	switch s.Kind {
+	case "etcd":
+		return true
+	case "redis":
+		return s.Key != "" && !strings.Contains(s.Key, redissource.ResourcePlaceholder)
+	}
+	return false
 }
 
 func (s *EpochSource) validate(at string) []error {
@@ -35,6 +60,9 @@ func (s *EpochSource) validate(at string) []error {
 		}
 		if len(s.Endpoints) > 0 || s.Prefix != "" {
 			bad("endpoints", "endpoints and prefix are for kind etcd")
+		}
+		if s.Address != "" || s.Key != "" {
+			bad("address", "address and key are for kind redis")
 		}
 	case "etcd":
 		if len(s.Endpoints) == 0 {
@@ -51,8 +79,23 @@ func (s *EpochSource) validate(at string) []error {
 		if s.DSN != "" || s.Table != "" {
 			bad("dsn", "dsn and table are for kind postgres")
 		}
+		if s.Address != "" || s.Key != "" {
+			bad("address", "address and key are for kind redis")
+		}
+	case "redis":
+		if s.Address == "" {
+			bad("address", "the Redis primary is required (host:port, or a redis:// or rediss:// URL)")
+		} else if _, err := redissource.ParseAddress(s.Address); err != nil {
+			bad("address", "%v", err)
+		}
+		if s.DSN != "" || s.Table != "" {
+			bad("dsn", "dsn and table are for kind postgres")
+		}
+		if len(s.Endpoints) > 0 || s.Prefix != "" {
+			bad("endpoints", "endpoints and prefix are for kind etcd")
+		}
 	default:
-		bad("kind", "must be postgres or etcd, got %q", s.Kind)
+		bad("kind", "must be postgres, etcd or redis, got %q", s.Kind)
 	}
 	return errs
 }

@@ -162,7 +162,7 @@ func (r *Route) validate(at string) []error {
 	case TokensRaw:
 		if r.EpochSource != nil {
 			errs = append(errs, r.EpochSource.validate(at+".epoch_source")...)
-			errs = append(errs, sourceResource(at, r.Resource, r.EpochSource.Kind)...)
+			errs = append(errs, sourceResource(at, r.Resource, r.EpochSource)...)
 		}
 	default:
 		bad("tokens", "must be signed, raw or any, got %q", r.Tokens)
@@ -224,9 +224,9 @@ func cleanPrefix(p string) bool {
 // sourceResource checks the resource of a route with an epoch source: the
 // client must not choose which election vouches for its write. A header
 // placeholder would let it (the upstream need not read that header at
-// all); an etcd source reads one election for the whole route, so its
-// resource must be one fixed name.
-func sourceResource(at, resource, kind string) []error {
+// all); an etcd source, or a redis key without {resource}, reads one
+// election for the whole route, so its resource must be one fixed name.
+func sourceResource(at, resource string, src *EpochSource) []error {
 	field := at + ".resource"
 	if resource == "" {
 		return []error{&FieldError{Field: field, Msg: "required with an epoch_source: the client must not choose which election vouches for it"}}
@@ -235,8 +235,12 @@ func sourceResource(at, resource, kind string) []error {
 	if err != nil {
 		return nil // reported with the template itself
 	}
-	if _, static := t.Static(); kind == "etcd" && !static {
-		return []error{&FieldError{Field: field, Msg: "must be a fixed name with an etcd epoch_source: one election vouches for the whole route"}}
+	if _, static := t.Static(); src.oneElection() && !static {
+		what := "an etcd epoch_source"
+		if src.Kind == "redis" {
+			what = "a redis epoch_source whose key has no {resource}"
+		}
+		return []error{&FieldError{Field: field, Msg: "must be a fixed name with " + what + ": one election vouches for the whole route"}}
 	}
 	if t.HasHeader() {
 		return []error{&FieldError{Field: field, Msg: "must not use {header:…} with an epoch_source: the client would choose which election vouches for it"}}

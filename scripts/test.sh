@@ -22,6 +22,18 @@ if [ -z "${FENCEGW_TEST_POSTGRES_DSN:-}" ] && ! compgen -G '/usr/lib/postgresql/
 	fi
 fi
 
+# Redis: the redis epoch source's tests start throwaway servers from
+# Debian's redis-server, installed here with apt-get when missing.
+if ! command -v redis-server >/dev/null; then
+	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+		echo "installing redis-server for the tests"
+		apt-get update -qq
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null
+	else
+		echo "warning: no redis-server; Redis tests will skip (or fail with CI=true)" >&2
+	fi
+fi
+
 # Chromium: the browser tests of the web page (gateway/ui_browser_test.go)
 # run Debian's chromium headless (or FENCEGW_CHROMIUM), installed here with
 # apt-get when missing.

@@ -13,6 +13,7 @@ import (
 	"github.com/fencegw/fencegw/tokens/source"
 	"github.com/fencegw/fencegw/tokens/source/etcdsource"
 	"github.com/fencegw/fencegw/tokens/source/pgsource"
+	"github.com/fencegw/fencegw/tokens/source/redissource"
 )
 
 // sourceSet opens the epoch sources of one route table and closes them
@@ -45,6 +46,12 @@ func (o *sourceSet) open(field string, c *config.EpochSource) (tokens.EpochSourc
 			return nil, fmt.Errorf("%s: %w", field, err)
 		}
 		s = es.ForPrefix(c.Prefix) // closing the view closes es
+	case "redis":
+		rs, err := redissource.Open(ctx, redissource.Options{Address: c.Address, Key: c.Key})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", field, err)
+		}
+		s = rs
 	default:
 		return nil, fmt.Errorf("%s.kind: unknown kind %q", field, c.Kind)
 	}

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -23,7 +24,7 @@ type Epoch int64
 const MaxEpoch = math.MaxInt64
 
 // ErrEpoch is wrapped by every error of Epoch.UnmarshalJSON and ParseEpoch.
-var ErrEpoch = errors.New("an epoch is a decimal integer from 0 to 9223372036854775807, as a JSON string or number")
+var ErrEpoch = errors.New("an epoch is a decimal integer from 0 to 9223372036854775807")
 
 // MarshalJSON encodes e as a JSON string of its decimal digits.
 func (e Epoch) MarshalJSON() ([]byte, error) {
@@ -36,16 +37,19 @@ func (e Epoch) MarshalJSON() ([]byte, error) {
 	return append(b, '"'), nil
 }
 
-// UnmarshalJSON decodes a JSON string or number holding only decimal
-// digits (no sign, fraction, exponent or spaces) whose value is at most
-// MaxEpoch. Anything else is an error wrapping ErrEpoch.
+// UnmarshalJSON decodes a JSON string (escapes decoded) or number holding
+// only decimal digits (no sign, fraction, exponent or spaces) whose value
+// is at most MaxEpoch. Anything else is an error wrapping ErrEpoch.
 func (e *Epoch) UnmarshalJSON(b []byte) error {
 	s := string(b)
 	if s == "null" {
 		return nil
 	}
-	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
-		s = s[1 : len(s)-1]
+	if len(b) > 0 && b[0] == '"' {
+		// A JSON string: its escapes ("\u0037") are decoded first.
+		if err := json.Unmarshal(b, &s); err != nil {
+			return fmt.Errorf("%w: %w", ErrEpoch, err)
+		}
 	}
 	v, err := ParseEpoch(s)
 	if err != nil {

@@ -58,8 +58,8 @@ func FuzzEpochJSON(f *testing.F) {
 		in = strings.Trim(in, " \t\r\n") // JSON's white space around a value
 		var digits string
 		ok := false
-		if len(in) >= 2 && in[0] == '"' && in[len(in)-1] == '"' {
-			digits, ok = in[1:len(in)-1], true
+		if strings.HasPrefix(in, `"`) {
+			ok = json.Unmarshal([]byte(in), &digits) == nil
 		} else if !strings.HasPrefix(in, `"`) {
 			digits, ok = in, in == "0" || !strings.HasPrefix(in, "0") // JSON numbers have no leading zeros
 		}

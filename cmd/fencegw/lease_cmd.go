@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"github.com/fencegw/fencegw/wire"
 	"io"
 	"net/http"
 	"strings"
@@ -50,11 +52,16 @@ func leaseCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	holder := fs.String("holder", "", "the lease holder's `name`")
 	ttl := fs.Duration("ttl", 15*time.Second, "lease `duration` (acquire)")
 	lockDelay := fs.Duration("lock-delay", 0, "after the grant lapses unreleased, nobody gets it for this `duration` (acquire; default: the gateway's lock_delay)")
-	epoch := fs.Int64("epoch", 0, "the `epoch` held (renew, release)")
+	var epoch epochFlag
+	fs.Var(&epoch, "epoch", "the `epoch` held, in decimal digits (renew, release)")
 	if err := fs.Parse(args[2:]); err != nil {
 		return 2
 	}
-	req := apiclient.LeaseRequest{Holder: *holder, TTL: *ttl, Epoch: *epoch}
+	if (op == "renew" || op == "release") && epoch == 0 {
+		fmt.Fprintf(stderr, "fencegw lease %s: -epoch is required: the epoch the holder holds\n", op)
+		return 2
+	}
+	req := apiclient.LeaseRequest{Holder: *holder, TTL: *ttl, Epoch: int64(epoch)}
 	fs.Visit(func(f *flag.Flag) {
 		if f.Name == "lock-delay" {
 			req.LockDelay = lockDelay
@@ -106,4 +113,22 @@ func leaseWatch(ctx context.Context, name string, args []string, stdout, stderr 
 		return 1
 	}
 	return 0
+}
+
+// epochFlag is an -epoch flag: decimal digits only, from 1 to 2^63-1 (no
+// sign, base prefix or underscore: 010 is ten, never eight).
+type epochFlag wire.Epoch
+
+func (e *epochFlag) String() string { return wire.Epoch(*e).String() }
+
+func (e *epochFlag) Set(s string) error {
+	v, err := wire.ParseEpoch(s)
+	if err != nil {
+		return err
+	}
+	if v == 0 {
+		return errors.New("an epoch is at least 1")
+	}
+	*e = epochFlag(v)
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -28,13 +29,14 @@ func (s *Store) PutAudit(ctx context.Context, entries []tokens.AuditEntry) error
 	if s.conn.Closed() {
 		return unavailable("audit", "", ErrClosed)
 	}
-	// The first write to a new store says that its audit is indexed.
-	if _, err := s.auditIndexVersioned(ctx); err != nil {
+	// The first write to a new store says that its audit is indexed; a
+	// store of an older layout starts its backfill.
+	if _, err := s.auditIndexReady(ctx); err != nil {
 		return unavailable("audit", "", err)
 	}
 	for len(entries) > 0 {
 		n := min(len(entries), auditTxnEntries)
-		ops := make([]clientv3.Op, 0, n*auditOpsPerEntry)
+		ops := make([]clientv3.Op, 0, n*auditOpsPerEntry+len(tokens.AuditStreams()))
 		for _, e := range entries[:n] {
 			put, err := s.auditPutOps(e)
 			if err != nil {
@@ -45,6 +47,7 @@ func (s *Store) PutAudit(ctx context.Context, entries []tokens.AuditEntry) error
 		if err := s.raiseAuditSpans(ctx, entries[:n]); err != nil {
 			return unavailable("audit", "", err)
 		}
+		ops = append(ops, s.raiseAuditNewestOps(entries[:n])...)
 		if _, err := s.cli.Txn(ctx).Then(ops...).Commit(); err != nil {
 			return unavailable("audit", "", err)
 		}
@@ -53,52 +56,53 @@ func (s *Store) PutAudit(ctx context.Context, entries []tokens.AuditEntry) error
 	return nil
 }
 
-// ListAudit reads the index of q's resource or kind when q names one
-// (and the index is complete: see auditIndexReady), else the stream
-// itself, from the highest ID q's times and cursor allow down, a batch
-// at a time, until q.Limit entries matched; see tokens.AuditStore.
+// ListAudit reads the index of q's resource or kind when q names one,
+// else the time index (auditindex.go), from the highest ID q's times and
+// cursor allow down, a batch at a time, until q.Limit entries matched;
+// see tokens.AuditStore. Until the index is complete (auditIndexReady)
+// it reads the stream itself, all of [lo, hi).
 func (s *Store) ListAudit(ctx context.Context, q tokens.AuditQuery) ([]tokens.AuditEntry, error) {
 	if s.conn.Closed() {
 		return nil, unavailable("audit", "", ErrClosed)
 	}
-	prefix, indexed := tokens.AuditIndexFor(q)
-	ready, span := false, tokens.MaxAuditInterval
-	if indexed || !q.Since.IsZero() {
-		var err error
-		if ready, err = s.auditIndexReady(ctx); err == nil && ready && !q.Since.IsZero() {
-			span, err = s.auditSpan(ctx, q.Stream)
-		}
-		if err != nil {
-			return nil, unavailable("audit", "", err)
-		}
+	ready, err := s.auditIndexReady(ctx)
+	span := tokens.MaxAuditInterval
+	if err == nil && ready && !q.Since.IsZero() {
+		span, err = s.auditSpan(ctx, q.Stream)
+	}
+	if err != nil {
+		return nil, unavailable("audit", "", err)
 	}
 	lo, hi := tokens.AuditIDRange(q, span)
-	if indexed && ready {
-		out, err := s.listAuditIndexed(ctx, q, s.auditIndexBase(q.Stream)+prefix, lo, hi)
-		if err != nil {
-			return nil, unavailable("audit", "", err)
+	var out []tokens.AuditEntry
+	if ready {
+		prefix, indexed := tokens.AuditIndexFor(q)
+		if !indexed {
+			prefix = auditTimeIndex
 		}
-		return out, nil
+		out, err = s.listAuditIndexed(ctx, q, s.auditIndexBase(q.Stream)+prefix, lo, hi)
+	} else {
+		out, err = s.listAuditUnindexed(ctx, q, lo, hi)
 	}
-	out, err := s.listAuditScan(ctx, q, lo, hi)
 	if err != nil {
 		return nil, unavailable("audit", "", err)
 	}
 	return out, nil
 }
 
-// listAuditScan reads the stream's entries with IDs in [lo, hi) from the
-// highest down.
-func (s *Store) listAuditScan(ctx context.Context, q tokens.AuditQuery, lo, hi string) ([]tokens.AuditEntry, error) {
+// listAuditUnindexed reads all the stream's entries with IDs in [lo, hi),
+// in ascending range reads of auditScanBatch, and returns the highest
+// q.Limit that q selects, highest first: the way while the index is
+// incomplete, which costs the whole range.
+func (s *Store) listAuditUnindexed(ctx context.Context, q tokens.AuditQuery, lo, hi string) ([]tokens.AuditEntry, error) {
 	base := s.auditBase(q.Stream)
-	end := clientv3.GetPrefixRangeEnd(base)
+	from, end := base+lo, clientv3.GetPrefixRangeEnd(base)
 	if hi != "" {
 		end = base + hi
 	}
-	var out []tokens.AuditEntry
-	for len(out) < q.Limit {
-		resp, err := s.cli.Get(ctx, base+lo, clientv3.WithRange(end), clientv3.WithLimit(auditScanBatch),
-			clientv3.WithSort(clientv3.SortByKey, clientv3.SortDescend))
+	var kept []tokens.AuditEntry
+	for {
+		resp, err := s.cli.Get(ctx, from, clientv3.WithRange(end), clientv3.WithLimit(auditScanBatch))
 		if err != nil {
 			return nil, err
 		}
@@ -108,17 +112,20 @@ func (s *Store) listAuditScan(ctx context.Context, q tokens.AuditQuery, lo, hi s
 				return nil, err
 			}
 			if q.Matches(e) {
-				if out = append(out, e); len(out) == q.Limit {
-					break
-				}
+				kept = append(kept, e)
 			}
+		}
+		if len(kept) > 2*q.Limit {
+			kept = append(kept[:0], kept[len(kept)-q.Limit:]...)
 		}
 		if !resp.More || len(resp.Kvs) == 0 {
 			break
 		}
-		end = string(resp.Kvs[len(resp.Kvs)-1].Key)
+		from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
 	}
-	return out, nil
+	kept = kept[max(len(kept)-q.Limit, 0):]
+	slices.Reverse(kept)
+	return kept, nil
 }
 
 // decodeAudit reads the entry stored under key.

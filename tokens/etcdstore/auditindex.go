@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,26 +18,41 @@ import (
 	"github.com/fencegw/fencegw/tokens"
 )
 
-// The audit's secondary index: P + auditIndexSub + stream + "/" + each key
-// of tokens.AuditIndexKeys, with an empty value, put in the transaction
-// that puts the entry and deleted in the one that deletes it. A query by
-// resource or kind reads its index prefix, then only the entries named.
+// The audit's secondary index: P + auditIndexSub + stream + "/" + one
+// empty key per entry and resource, per entry and kind (the prefixes of
+// tokens.AuditIndexPrefix) and per entry in time order (auditTimeIndex),
+// each ending in the entry's ID inverted (auditInvertID) so that ascending
+// key order is newest first. They are put in the transaction that puts
+// the entry and deleted in the one that deletes it. A query by resource or
+// kind reads its index prefix, an unfiltered one the time index, then only
+// the entries named.
 const (
-	auditIndexSub = "\x00auditidx/"
+	auditIndexSub = "\x00auditidx2/"
 	// auditIndexVersion, once present, says every entry is indexed: the
-	// one-time backfill of entries written before the index has run.
-	auditIndexVersion = "\x00auditidx-version"
+	// one-time backfill of entries written before this layout has run.
+	auditIndexVersion = "\x00auditidx2-version"
 	// auditBackfillCursor + stream holds the last ID the backfill indexed.
-	auditBackfillCursor = "\x00auditidx-backfill/"
+	auditBackfillCursor = "\x00auditidx2-backfill/"
+	// auditTimeIndex is the prefix of the index keys of every entry.
+	auditTimeIndex = "t/"
+)
+
+// The first layout of the index, with IDs in ascending order, which the
+// backfill replaces and then deletes (auditbackfill.go).
+const (
+	auditIndexV1Sub       = "\x00auditidx/"
+	auditIndexV1Version   = "\x00auditidx-version"
+	auditBackfillV1Cursor = "\x00auditidx-backfill/"
 )
 
 // auditOpsPerEntry is how many operations putting or deleting one entry
 // takes: the entry and its index keys.
-const auditOpsPerEntry = 3
+const auditOpsPerEntry = 4
 
 // auditTxnEntries bounds the entries of one transaction, within etcd's
-// default limit of 128 operations.
-const auditTxnEntries = 128/auditOpsPerEntry - 1
+// default limit of 128 operations (nested ones included) with the
+// operations that raise each stream's newest interval start.
+const auditTxnEntries = (128 - 3*auditNewestOps) / auditOpsPerEntry
 
 // auditIndexState is whether the index is known complete, and the
 // backfill running in the background, if any.
@@ -45,6 +61,7 @@ type auditIndexState struct {
 	mu     sync.Mutex
 	cancel context.CancelFunc
 	done   chan struct{}                        // closed when the backfill ends; nil when none ran or it failed
+	run    chan struct{}                        // held by the backfill running (runner)
 	spans  map[tokens.AuditStream]time.Duration // the spans this Store raised (auditspan.go)
 }
 
@@ -52,18 +69,27 @@ func (s *Store) auditIndexBase(stream tokens.AuditStream) string {
 	return s.prefix + auditIndexSub + string(stream) + "/"
 }
 
+// auditIndexKeys returns e's index keys, relative to its stream's index:
+// by resource, by kind and by time, each ending in e.ID inverted.
+func auditIndexKeys(e tokens.AuditEntry) []string {
+	inv := auditInvertID(e.ID)
+	return []string{tokens.AuditIndexPrefix("r", e.Resource) + inv, tokens.AuditIndexPrefix("k", e.Kind) + inv,
+		auditTimeIndex + inv}
+}
+
 // auditPutOps returns the operations that write e: the entry and its
-// index keys.
+// index keys. An entry whose ID is not of tokens.AuditID's form (lowercase
+// hex) is refused: its index keys would not sort.
 func (s *Store) auditPutOps(e tokens.AuditEntry) ([]clientv3.Op, error) {
-	if !e.Stream.Valid() || !tokens.ValidAuditID(e.ID) {
+	if !e.Stream.Valid() || !canonicalAuditID(e.ID) {
 		return nil, fmt.Errorf("audit entry %q of stream %q: invalid", e.ID, e.Stream)
 	}
 	v, err := json.Marshal(e)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("audit entry %q: %w", e.ID, err)
 	}
 	ops := []clientv3.Op{clientv3.OpPut(s.auditBase(e.Stream)+e.ID, string(v))}
-	for _, k := range tokens.AuditIndexKeys(e) {
+	for _, k := range auditIndexKeys(e) {
 		ops = append(ops, clientv3.OpPut(s.auditIndexBase(e.Stream)+k, ""))
 	}
 	return ops, nil
@@ -77,8 +103,9 @@ func (s *Store) auditDeleteOps(stream tokens.AuditStream, key string, value []by
 	if err := json.Unmarshal(value, &e); err != nil {
 		return nil, fmt.Errorf("corrupt audit entry %q: %w", key, err)
 	}
+	e.ID = key[len(s.auditBase(stream)):]
 	ops := []clientv3.Op{clientv3.OpDelete(key)}
-	for _, k := range tokens.AuditIndexKeys(e) {
+	for _, k := range auditIndexKeys(e) {
 		ops = append(ops, clientv3.OpDelete(s.auditIndexBase(stream)+k))
 	}
 	return ops, nil
@@ -111,53 +138,149 @@ func (s *Store) deleteAuditRange(ctx context.Context, stream tokens.AuditStream,
 	}
 }
 
-// CountAuditIndex returns how many index keys stream holds (see
-// storetest.AuditIndexCounter).
+// CountAuditIndex returns how many index keys by resource and by kind
+// stream holds (see storetest.AuditIndexCounter), two per entry, and fails
+// unless its time index holds one key per entry: the three counts and the
+// entries' are read in one transaction.
 func (s *Store) CountAuditIndex(ctx context.Context, stream tokens.AuditStream) (int, error) {
-	resp, err := s.cli.Get(ctx, s.auditIndexBase(stream), clientv3.WithPrefix(), clientv3.WithCountOnly())
+	ibase := s.auditIndexBase(stream)
+	count := func(prefix string) clientv3.Op {
+		return clientv3.OpGet(prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+	}
+	resp, err := s.cli.Txn(ctx).Then(count(ibase+"r/"), count(ibase+"k/"), count(ibase+auditTimeIndex),
+		count(s.auditBase(stream))).Commit()
 	if err != nil {
 		return 0, unavailable("audit", "", err)
 	}
-	return int(resp.Count), nil
+	var n [4]int64
+	for i, r := range resp.Responses {
+		n[i] = r.GetResponseRange().Count
+	}
+	if n[2] != n[3] {
+		return 0, unavailable("audit", "", fmt.Errorf("the %s time index holds %d keys for %d entries", stream, n[2], n[3]))
+	}
+	return int(n[0] + n[1]), nil
 }
 
-// listAuditIndexed reads the index keys under ibase with IDs in [lo, hi)
-// from the highest down, a batch at a time, then the entries they name,
-// until q.Limit entries matched. An index key whose entry is gone (a purge
-// under way) is skipped.
+// listAuditIndexed reads the index keys under ibase (an index prefix of
+// q's stream) of the IDs in [lo, hi), highest first, each read followed
+// by reads of the entries its keys name, until q.Limit entries matched.
+// An index key whose entry is gone (a purge under way) is skipped.
+//
+// Each read is an ascending range read with a limit, and also bounded in
+// time: etcd counts every key of a range it reads, whatever the limit, so
+// a read of the rest of a long index would cost the whole index. A read
+// covers a window of interval starts below the last ID read (the first,
+// also every ID above it), starting from the stream's newest interval
+// start (auditNewest; the clock's now when none is recorded) or hi's,
+// whichever is lower. A window that filled the read's limit is followed
+// by one as long as the interval starts it returned spanned; one that did
+// not, by one twice as long (eight times when it held no key). So a read
+// counts about as many keys as it returns.
 func (s *Store) listAuditIndexed(ctx context.Context, q tokens.AuditQuery, ibase, lo, hi string) ([]tokens.AuditEntry, error) {
-	end := clientv3.GetPrefixRangeEnd(ibase)
-	if hi != "" {
-		end = ibase + hi
+	t, err := s.auditListStart(ctx, q.Stream, hi)
+	if err != nil {
+		return nil, err
 	}
+	top, width := hi, auditWindow.Milliseconds()
 	var out []tokens.AuditEntry
 	for len(out) < q.Limit {
-		resp, err := s.cli.Get(ctx, ibase+lo, clientv3.WithRange(end), clientv3.WithLimit(auditScanBatch),
-			clientv3.WithKeysOnly(), clientv3.WithSort(clientv3.SortByKey, clientv3.SortDescend))
+		winLo := lo
+		if t-width > 0 {
+			winLo = max(lo, fmt.Sprintf("%0*d", auditIDTime, t-width))
+		}
+		// A page of a few entries reads a few more keys than it needs,
+		// not a whole batch.
+		batch := min(auditScanBatch, max(q.Limit-len(out), 32))
+		from, to := auditInvRange(ibase, winLo, top)
+		resp, err := s.cli.Get(ctx, from, clientv3.WithRange(to), clientv3.WithLimit(int64(batch)), clientv3.WithKeysOnly())
 		if err != nil {
 			return nil, err
 		}
-		if out, err = s.appendAuditEntries(ctx, q, out, resp.Kvs, len(ibase)); err != nil {
-			return nil, err
+		ids, done := auditIndexIDs(resp.Kvs, len(ibase), lo, hi)
+		if out, err = s.appendAuditEntries(ctx, q, out, ids); err != nil || done {
+			return out, err
 		}
-		if !resp.More || len(resp.Kvs) == 0 {
+		if resp.More && len(resp.Kvs) > 0 {
+			first := auditIDStart(auditInvertID(string(resp.Kvs[0].Key[len(ibase):])))
+			top = auditInvertID(string(resp.Kvs[len(resp.Kvs)-1].Key[len(ibase):]))
+			t = auditIDStart(top)
+			width = max(first-t, 1)
+			continue
+		}
+		if winLo == lo {
 			break
 		}
-		end = string(resp.Kvs[len(resp.Kvs)-1].Key)
+		top, t = winLo, t-width
+		switch {
+		case len(resp.Kvs) == 0:
+			width *= 8
+		case len(resp.Kvs) < batch/2:
+			width *= 2
+		}
 	}
 	return out, nil
 }
 
+// auditListStart returns the interval start a list of the IDs below hi
+// starts its first window at (listAuditIndexed): hi's interval start or
+// the stream's newest, whichever is lower; the clock's now when neither
+// is known.
+func (s *Store) auditListStart(ctx context.Context, stream tokens.AuditStream, hi string) (int64, error) {
+	newest, ok, err := s.auditNewest(ctx, stream)
+	if err != nil {
+		return 0, err
+	}
+	switch {
+	case auditIDDigits(hi) && ok:
+		return min(auditIDStart(hi), newest), nil
+	case auditIDDigits(hi):
+		return auditIDStart(hi), nil
+	case ok:
+		return newest, nil
+	}
+	return s.clock.Now().UnixMilli(), nil
+}
+
+// auditIDStart returns the interval start of an ID that begins with 13
+// digits (auditIDDigits), in Unix milliseconds.
+func auditIDStart(id string) int64 {
+	ms, _ := strconv.ParseInt(id[:auditIDTime], 10, 64)
+	return ms
+}
+
+// auditWindow is the first window of interval starts a list reads
+// (listAuditIndexed).
+const auditWindow = time.Second
+
+// auditIndexIDs returns the IDs that the index keys kvs end in (after
+// their first at bytes) in [lo, hi), in their order, and whether one
+// below lo ended the list.
+func auditIndexIDs(kvs []*mvccpb.KeyValue, at int, lo, hi string) (ids []string, done bool) {
+	ids = make([]string, 0, len(kvs))
+	for _, kv := range kvs {
+		id := auditInvertID(string(kv.Key[at:]))
+		in, more := auditIDIn(id, lo, hi)
+		if !more {
+			return ids, true
+		}
+		if in {
+			ids = append(ids, id)
+		}
+	}
+	return ids, false
+}
+
 // appendAuditEntries reads, in transactions of up to 128 gets, the
-// entries whose IDs are the index keys' suffixes from at, and appends
+// entries of q's stream with the given IDs, in their order, and appends
 // those q selects to out, up to q.Limit.
-func (s *Store) appendAuditEntries(ctx context.Context, q tokens.AuditQuery, out []tokens.AuditEntry, keys []*mvccpb.KeyValue, at int) ([]tokens.AuditEntry, error) {
+func (s *Store) appendAuditEntries(ctx context.Context, q tokens.AuditQuery, out []tokens.AuditEntry, ids []string) ([]tokens.AuditEntry, error) {
 	base := s.auditBase(q.Stream)
-	for len(keys) > 0 && len(out) < q.Limit {
-		n := min(len(keys), 128)
+	for len(ids) > 0 && len(out) < q.Limit {
+		n := min(len(ids), 128)
 		ops := make([]clientv3.Op, n)
-		for i, kv := range keys[:n] {
-			ops[i] = clientv3.OpGet(base + string(kv.Key[at:]))
+		for i, id := range ids[:n] {
+			ops[i] = clientv3.OpGet(base + id)
 		}
 		resp, err := s.cli.Txn(ctx).Then(ops...).Commit()
 		if err != nil {
@@ -174,7 +297,7 @@ func (s *Store) appendAuditEntries(ctx context.Context, q tokens.AuditQuery, out
 				}
 			}
 		}
-		keys = keys[n:]
+		ids = ids[n:]
 	}
 	return out, nil
 }

@@ -75,3 +75,56 @@ func (s *Store) auditSpan(ctx context.Context, stream tokens.AuditStream) (time.
 	}
 	return time.Duration(ms) * time.Millisecond, nil
 }
+
+// auditNewestSub + stream holds the newest interval start (13 digits, in
+// Unix milliseconds) of the stream's entries, raised in the transaction
+// that puts them: where a list with no upper bound starts its first window
+// of interval starts (listAuditIndexed). It is a hint: the first window
+// also holds every ID above it.
+const auditNewestSub = "\x00auditidx2-newest/"
+
+func (s *Store) auditNewestKey(stream tokens.AuditStream) string {
+	return s.prefix + auditNewestSub + string(stream)
+}
+
+// auditNewestOps is how many operations raising one stream's newest
+// interval start takes, nested ones counted as etcd counts them.
+const auditNewestOps = 4
+
+// raiseAuditNewestOps returns the operations that raise each stream's
+// newest interval start to the newest of entries': a transaction of
+// auditNewestOps per stream.
+func (s *Store) raiseAuditNewestOps(entries []tokens.AuditEntry) []clientv3.Op {
+	newest := map[tokens.AuditStream]string{}
+	for _, e := range entries {
+		if len(e.ID) >= auditIDTime && e.ID[:auditIDTime] > newest[e.Stream] {
+			newest[e.Stream] = e.ID[:auditIDTime]
+		}
+	}
+	var ops []clientv3.Op
+	for _, stream := range tokens.AuditStreams() {
+		v, ok := newest[stream]
+		if !ok {
+			continue
+		}
+		k := s.auditNewestKey(stream)
+		raise := clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.Value(k), "<", v)}, []clientv3.Op{clientv3.OpPut(k, v)}, nil)
+		ops = append(ops, clientv3.OpTxn([]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(k), "=", 0)},
+			[]clientv3.Op{clientv3.OpPut(k, v)}, []clientv3.Op{raise}))
+	}
+	return ops
+}
+
+// auditNewest returns the newest interval start of stream's entries in
+// Unix milliseconds, and false when none is recorded.
+func (s *Store) auditNewest(ctx context.Context, stream tokens.AuditStream) (int64, bool, error) {
+	resp, err := s.cli.Get(ctx, s.auditNewestKey(stream))
+	if err != nil || len(resp.Kvs) == 0 {
+		return 0, false, err
+	}
+	ms, err := strconv.ParseInt(string(resp.Kvs[0].Value), 10, 64)
+	if err != nil {
+		return 0, false, fmt.Errorf("corrupt audit newest start %q: %w", resp.Kvs[0].Value, err)
+	}
+	return ms, true, nil
+}

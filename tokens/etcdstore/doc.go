@@ -66,15 +66,30 @@
 //
 // The durable audit (tokens.AuditStore) keeps each entry as JSON under
 // P + "\x00audit/" + stream + "/" + ID. IDs start with their interval's
-// time, so key order is time order: a page is one descending range read.
-// Its secondary index (tokens.AuditIndexKeys) lives under
-// P + "\x00auditidx/" + stream + "/", one empty key per entry and resource
-// and per entry and kind, put and deleted in the transaction that puts or
-// deletes the entry; P + "\x00auditidx-span/" + stream holds the longest
+// time, so key order is time order, oldest first: a purge reads the
+// oldest entries in one ascending range read. The audit lists entries
+// newest first, and etcd applies a range read's limit only to ascending
+// key order (sorted otherwise, the server reads the whole range), so the
+// lists read an index whose keys end in the ID inverted (each digit of
+// the time d as 9-d, of the digest h as 15-h): ascending key order is
+// newest first. The index (auditindex.go) lives under
+// P + "\x00auditidx2/" + stream + "/", one empty key per entry and
+// resource, per entry and kind (tokens.AuditIndexPrefix) and per entry
+// ("t/"), put and deleted in the transaction that puts or deletes the
+// entry. etcd counts every key of a range it reads, whatever the limit,
+// so a list also bounds each read by a window of interval starts, from
+// the newest start of the stream's entries, which
+// P + "\x00auditidx2-newest/" + stream holds (raised in the transactions
+// that put them). P + "\x00auditidx-span/" + stream holds the longest
 // span of the stream's entries (bounding a query by time), and
-// P + "\x00auditidx-version" says every entry is indexed (written by the
+// P + "\x00auditidx2-version" says every entry is indexed (written by the
 // first write to a new store, or by the one-time backfill of entries of an
-// older version, which keeps its place in P + "\x00auditidx-backfill/").
+// older version, which keeps its place in P + "\x00auditidx2-backfill/").
+// The backfill, started by the first audit read or write, also deletes the
+// first layout of the index (P + "\x00auditidx/", IDs in ascending order,
+// complete once P + "\x00auditidx-version" was written) before it
+// writes the version key. Replicas of an older version write no keys of
+// this index: upgrade them all.
 //
 // Nothing in this package deletes HWM or issued keys. Revoking or letting
 // an etcd lease lapse deletes its alive key; audit purges delete audit

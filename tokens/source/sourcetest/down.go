@@ -109,5 +109,5 @@ func testServerDown(t *testing.T, h Harness) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	MustLeader(t, s, r, source.Leader{Epoch: e, Holder: "node-a", Live: true})
+	MustLeader(t, s, r, h.leader(e, "node-a", true))
 }

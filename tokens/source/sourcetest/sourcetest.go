@@ -55,6 +55,19 @@ type Harness struct {
 	// leader record, no longer live (a lease table); otherwise a lapse
 	// leaves no leader (an etcd election deletes the key with its lease).
 	LapseKeepsLeader bool
+	// NoHolder reports that the source never names the leader: its
+	// records hold the epoch alone, and Holder is always "" (a Redis lock
+	// whose value is the epoch).
+	NoHolder bool
+}
+
+// leader is the Leader h's source reports for a leader elected as holder
+// with epoch: without the holder when h.NoHolder.
+func (h Harness) leader(epoch int64, holder string, live bool) source.Leader {
+	if h.NoHolder {
+		holder = ""
+	}
+	return source.Leader{Epoch: epoch, Holder: holder, Live: live}
 }
 
 // contract lists the suite's subtests, in the order Run runs them.
@@ -152,7 +165,7 @@ func testNoLeader(t *testing.T, h Harness) {
 // admitted, and an epoch above it was never issued.
 func testLeader(t *testing.T, h Harness) {
 	s, r, e := leading(t, h.Shared(t))
-	mustVerdicts(t, s, r, source.Leader{Epoch: e, Holder: "node-a", Live: true},
+	mustVerdicts(t, s, r, h.leader(e, "node-a", true),
 		map[int64]Verdict{e: Admit, e + 1: NotIssued, math.MaxInt64: NotIssued})
 	mustNotIssued(t, source.Check(Current(t, s, r), r, e+1), r, e+1, e)
 }
@@ -167,7 +180,7 @@ func testTakeover(t *testing.T, h Harness) {
 	if e2 <= e1 {
 		t.Fatalf("takeover epoch %d is not above %d", e2, e1)
 	}
-	mustVerdicts(t, s, r, source.Leader{Epoch: e2, Holder: "node-b", Live: true},
+	mustVerdicts(t, s, r, h.leader(e2, "node-b", true),
 		map[int64]Verdict{1: Superseded, e1: Superseded, e2 - 1: Superseded, e2: Admit, e2 + 1: NotIssued})
 	mustStale(t, source.Check(Current(t, s, r), r, e1), r, e1, e2, "")
 }
@@ -183,7 +196,7 @@ func testLapsed(t *testing.T, h Harness) {
 		mustStale(t, source.Check(Current(t, s, r), r, e), r, e, 0, source.ReasonNoLeader)
 		return
 	}
-	mustVerdicts(t, s, r, source.Leader{Epoch: e, Holder: "node-a"},
+	mustVerdicts(t, s, r, h.leader(e, "node-a", false),
 		map[int64]Verdict{e: Lapsed, e - 1: Superseded, e + 1: NotIssued})
 	mustStale(t, source.Check(Current(t, s, r), r, e), r, e, e, source.ReasonLapsed)
 }
@@ -195,8 +208,8 @@ func testIndependentResources(t *testing.T, h Harness) {
 	r1, r2 := resource(t, "jobs"), resource(t, "jobs-2")
 	e1 := b.Election.Acquire(t, r1, "node-a")
 	e2 := b.Election.Acquire(t, r2, "node-b")
-	MustLeader(t, s, r1, source.Leader{Epoch: e1, Holder: "node-a", Live: true})
-	MustLeader(t, s, r2, source.Leader{Epoch: e2, Holder: "node-b", Live: true})
+	MustLeader(t, s, r1, h.leader(e1, "node-a", true))
+	MustLeader(t, s, r2, h.leader(e2, "node-b", true))
 	b.Election.Lapse(t, r1)
 	MustCheck(t, s, r2, e2, Admit)
 	if h.LapseKeepsLeader {
@@ -209,7 +222,7 @@ func testIndependentResources(t *testing.T, h Harness) {
 // testConcurrentReads: one Source serves concurrent reads.
 func testConcurrentReads(t *testing.T, h Harness) {
 	s, r, e := leading(t, h.Shared(t))
-	want := source.Leader{Epoch: e, Holder: "node-a", Live: true}
+	want := h.leader(e, "node-a", true)
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	for range 8 {

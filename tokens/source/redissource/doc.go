@@ -1,0 +1,31 @@
+// Package redissource is an epoch source backed by a Redis lock whose value
+// is the leader's epoch.
+//
+// For a resource R the lock key K is Options.Key with "{resource}" replaced
+// by R (DefaultKey, "fencegw:{resource}", when unset). The team's leaders
+// maintain it with plain commands:
+//
+//	INCR K:epoch                               -> E, the new epoch
+//	SET K E NX PX <ttl-ms>                     take the lock; nil: another leads
+//	PEXPIRE K <ttl-ms>, only while GET K == E  renew (a Lua script)
+//	DEL K, only while GET K == E               release (a Lua script)
+//
+// fencegw only reads K, with GET on the primary: a missing key (never
+// taken, released, or expired) is no leader; a key holding a positive
+// decimal epoch is the leader with that epoch, live since it exists (Redis
+// deletes it when its PX runs out). Any other value fails closed. The
+// value names no holder, so Leader.Holder is always "".
+//
+// Each read sends ROLE along with GET and fails unless the server is a
+// primary: a replica may lag behind a takeover. The address must name the
+// primary itself; a Sentinel or Cluster deployment is read through the
+// primary that holds K, and the source follows no failover or redirection.
+//
+// Redis replicates asynchronously, so a failover can lose the latest writes.
+// A lost lock lets another leader take over while the first still acts; its
+// higher epoch fences the first. A lost INCR can hand the next leader the
+// epoch the first still holds, and two holders of one epoch cannot be told
+// apart. This source is as strong as the deployment under it;
+// docs/epoch-sources.md says how to narrow the gap (WAIT, appendfsync, a
+// single primary).
+package redissource

@@ -1,0 +1,166 @@
+package redissource
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/logging"
+	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/fencegw/fencegw/tokens/source"
+)
+
+// ErrNotPrimary is wrapped by the errors of Open and Current when the
+// server is not a primary (ROLE says replica or sentinel): a replica may
+// lag behind a takeover and admit a superseded epoch.
+var ErrNotPrimary = errors.New("not a Redis primary")
+
+// Source reads leaders from Redis locks. It implements source.Source and is
+// safe for concurrent use. Create it with Open.
+type Source struct {
+	client *redis.Client
+	opts   Options // after WithDefaults
+	addr   string  // host:port, for messages (never the URL: it may hold a password)
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ source.Source = (*Source)(nil)
+
+// Open parses o.Address (see ParseAddress), connects, and checks with ROLE
+// that the server is a primary, so that a bad address, a replica or a
+// Sentinel fails here with an error naming the field, not on the first
+// request. It fails when the server cannot be reached within ctx.
+//
+// The client bounds every command by its context, sends no CLIENT SETINFO,
+// and takes no maintenance notifications (which could move its
+// connections to another endpoint): it talks to the server it was given.
+// Unless the address's query says otherwise (max_retries), a read is
+// retried once, on a fresh connection, when its connection broke, and a
+// connection is dialled once per attempt: a server that is down fails the
+// read with its own error, at once, rather than when the context ends.
+// go-redis's log lines, which go to one logger for the whole process, are
+// discarded: failures reach the caller as errors.
+func Open(ctx context.Context, o Options) (*Source, error) {
+	o = o.WithDefaults()
+	ro, err := ParseAddress(o.Address)
+	if err != nil {
+		return nil, fmt.Errorf("redissource: %w", err)
+	}
+	ro.ContextTimeoutEnabled = true
+	ro.DisableIdentity = true
+	ro.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	if ro.MaxRetries == 0 {
+		ro.MaxRetries = 1
+	}
+	ro.DialerRetries = 1
+	logging.Disable()
+	s := &Source{client: redis.NewClient(ro), opts: o, addr: ro.Addr}
+	if err := s.checkPrimary(ctx); err != nil {
+		s.client.Close()
+		return nil, fmt.Errorf("redissource: %w", err)
+	}
+	return s, nil
+}
+
+// checkPrimary runs ROLE and fails unless the server is a primary.
+func (s *Source) checkPrimary(ctx context.Context) error {
+	role := s.client.Do(ctx, "ROLE")
+	return s.primary(role)
+}
+
+// primary interprets a ROLE reply: nil for a primary ("master"), an error
+// wrapping ErrNotPrimary for a replica or a Sentinel, the command's error
+// otherwise.
+func (s *Source) primary(role *redis.Cmd) error {
+	reply, err := role.Slice()
+	if err != nil {
+		return fmt.Errorf("ROLE on %s: %w", s.addr, err)
+	}
+	if len(reply) == 0 {
+		return fmt.Errorf("ROLE on %s: empty reply", s.addr)
+	}
+	switch r, _ := reply[0].(string); r {
+	case "master":
+		return nil
+	case "slave", "replica":
+		return fmt.Errorf("%s is a replica: point the address at the primary: %w", s.addr, ErrNotPrimary)
+	case "sentinel":
+		return fmt.Errorf("%s is a Sentinel: point the address at the primary it monitors: %w", s.addr, ErrNotPrimary)
+	default:
+		return fmt.Errorf("%s has role %q: %w", s.addr, r, ErrNotPrimary)
+	}
+}
+
+// Current reads the leader of resource: the lock key Options.KeyFor
+// (resource) names, read from the primary with ROLE and GET sent together
+// on one connection, so that a server demoted to a replica since Open is
+// refused on the very read.
+//
+// A missing key (never taken, released, or expired on the server's clock)
+// gives source.Leader{} (no leader). A key holding an epoch gives
+// Leader{Epoch: epoch, Live: true}: Redis deletes the key when its PX
+// expires, so a key that exists is live. Holder is always "": the value is
+// the epoch alone. Any other value (text, zero, a sign, a leading zero,
+// beyond an int64) or type is an error wrapping ErrNotEpoch or Redis's
+// WRONGTYPE. Every error wraps a *tokens.UnavailableError: the caller must
+// fail closed. After Close, it also wraps source.ErrClosed.
+func (s *Source) Current(ctx context.Context, resource string) (source.Leader, error) {
+	l, err := s.current(ctx, resource)
+	if err != nil {
+		return source.Leader{}, source.Unavailable(resource, err)
+	}
+	return l, nil
+}
+
+func (s *Source) current(ctx context.Context, resource string) (source.Leader, error) {
+	if s.closed.Load() {
+		return source.Leader{}, fmt.Errorf("redissource: %w", source.ErrClosed)
+	}
+	key := s.opts.KeyFor(resource)
+	var role *redis.Cmd
+	var get *redis.StringCmd
+	_, err := s.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		role = p.Do(ctx, "ROLE")
+		get = p.Get(ctx, key)
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		if s.closed.Load() {
+			err = fmt.Errorf("%w: %w", source.ErrClosed, err)
+		}
+		return source.Leader{}, fmt.Errorf("redissource: read lock %q on %s: %w", key, s.addr, err)
+	}
+	if err := s.primary(role); err != nil {
+		return source.Leader{}, fmt.Errorf("redissource: read lock %q: %w", key, err)
+	}
+	v, err := get.Result()
+	if errors.Is(err, redis.Nil) {
+		return source.Leader{}, nil
+	}
+	if err != nil {
+		return source.Leader{}, fmt.Errorf("redissource: read lock %q on %s: %w", key, s.addr, err)
+	}
+	epoch, err := parseEpoch(v)
+	if err != nil {
+		return source.Leader{}, fmt.Errorf("redissource: lock %q on %s holds no epoch (the value must be the epoch from INCR, in decimal): %w", key, s.addr, err)
+	}
+	return source.Leader{Epoch: epoch, Live: true}, nil
+}
+
+// Close closes the client: reads in flight fail, and Current then fails
+// with source.ErrClosed. It may be called more than once and returns the
+// first call's error.
+func (s *Source) Close() error {
+	s.closeOnce.Do(func() {
+		s.closed.Store(true)
+		s.closeErr = s.client.Close()
+	})
+	return s.closeErr
+}
