@@ -3,7 +3,6 @@ package faults
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/fencegw/fencegw/wire"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -11,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/fencegw/fencegw/wire"
 )
 
 // The workload: raw writers racing epochs on a few resources, some writes

@@ -10,7 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencegw/fencegw/gateway"
+	"github.com/fencegw/fencegw/gateway/audit"
+
+	"github.com/fencegw/fencegw/wire"
+
 	"github.com/fencegw/fencegw/tokens"
 )
 
@@ -108,14 +111,14 @@ func TestAuditJunkFloodKeepsHistory(t *testing.T) {
 // drops junk only: the stale refusal and the grant recorded after it are
 // kept and written, and 20,000 junk names on one route are one entry.
 func TestAuditRecorderClassBudgets(t *testing.T) {
-	a, store, reader := newRecorder(t, gateway.AuditOptions{Interval: time.Hour, MaxPending: 100, JunkMaxPending: 100})
+	a, store, reader := newRecorder(t, audit.AuditOptions{Interval: time.Hour, MaxPending: 100, JunkMaxPending: 100})
 	now := time.Now()
 	for i := range 20000 {
-		a.Refused(now, gateway.Rejection{Resource: fmt.Sprintf("tenant-%d", i), Decision: tokens.DecisionMissing,
+		a.Refused(now, wire.Rejection{Resource: fmt.Sprintf("tenant-%d", i), Decision: string(tokens.DecisionMissing),
 			Route: fmt.Sprintf("/r%d/", i%500), Status: 428}, "")
 	}
 	for i := range 20000 {
-		a.Refused(now, gateway.Rejection{Resource: fmt.Sprintf("other-%d", i), Decision: tokens.DecisionInvalid,
+		a.Refused(now, wire.Rejection{Resource: fmt.Sprintf("other-%d", i), Decision: string(tokens.DecisionInvalid),
 			Route: "/r0/", Status: 400}, "")
 	}
 	a.Refused(now, stale("invoice-sweeper", 1), "")

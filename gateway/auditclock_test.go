@@ -5,7 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencegw/fencegw/gateway"
+	"github.com/fencegw/fencegw/gateway/audit"
+
 	"github.com/fencegw/fencegw/tokens"
 )
 
@@ -15,7 +16,7 @@ import (
 func TestAuditRecorderOnItsClock(t *testing.T) {
 	clock := &tokens.OffsetClock{}
 	clock.Set(-time.Hour)
-	a, _, _ := newRecorder(t, gateway.AuditOptions{Interval: time.Hour, Clock: clock})
+	a, _, _ := newRecorder(t, audit.AuditOptions{Interval: time.Hour, Clock: clock})
 	a.Refused(clock.Now(), stale("r", 1), "")
 	if err := a.Flush(context.Background()); err != nil {
 		t.Fatal(err)

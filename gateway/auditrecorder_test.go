@@ -3,20 +3,22 @@ package gateway_test
 import (
 	"context"
 	"fmt"
-	"github.com/fencegw/fencegw/wire"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/fencegw/fencegw/gateway/audit"
+
+	"github.com/fencegw/fencegw/wire"
+
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
-	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/tokens"
 	"github.com/fencegw/fencegw/tokens/boltstore"
 )
 
-func newRecorder(t *testing.T, o gateway.AuditOptions) (*gateway.AuditRecorder, *auditCountingStore, *sdkmetric.ManualReader) {
+func newRecorder(t *testing.T, o audit.AuditOptions) (*audit.AuditRecorder, *auditCountingStore, *sdkmetric.ManualReader) {
 	t.Helper()
 	bs, err := boltstore.Open(filepath.Join(t.TempDir(), "fencegw.db"))
 	if err != nil {
@@ -26,15 +28,15 @@ func newRecorder(t *testing.T, o gateway.AuditOptions) (*gateway.AuditRecorder, 
 	store := &auditCountingStore{Store: bs}
 	reader := sdkmetric.NewManualReader()
 	o.MeterProvider = sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	a, err := gateway.NewAuditRecorder(store, o)
+	a, err := audit.NewAuditRecorder(store, o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return a, store, reader
 }
 
-func stale(resource string, presented int64) gateway.Rejection {
-	return gateway.Rejection{Resource: resource, Decision: tokens.DecisionStale, PresentedEpoch: wire.EpochOf(presented),
+func stale(resource string, presented int64) wire.Rejection {
+	return wire.Rejection{Resource: resource, Decision: string(tokens.DecisionStale), PresentedEpoch: wire.EpochOf(presented),
 		Route: "/w/", Status: 412}
 }
 
@@ -71,7 +73,7 @@ func sumCounter(t *testing.T, r *sdkmetric.ManualReader, name string) int64 {
 // count, first and last time and at most MaxAuditSamples trace ids;
 // refusals that differ are entries of their own.
 func TestAuditRecorderCounts(t *testing.T) {
-	a, store, _ := newRecorder(t, gateway.AuditOptions{Replica: "gw-1", Interval: time.Hour})
+	a, store, _ := newRecorder(t, audit.AuditOptions{Replica: "gw-1", Interval: time.Hour})
 	t0 := time.Now().Truncate(time.Hour).Add(time.Minute)
 	for i := range 10 {
 		a.Refused(t0.Add(time.Duration(i)*time.Second), stale("r", 1), fmt.Sprintf("%032x", i))
@@ -107,7 +109,7 @@ func TestAuditRecorderCounts(t *testing.T) {
 // fencegw.audit.write_failures. Once the store is back every kept count is
 // written, and entries of intervals that ended are forgotten.
 func TestAuditRecorderBoundsMemory(t *testing.T) {
-	a, store, reader := newRecorder(t, gateway.AuditOptions{Interval: time.Minute, MaxPending: 100})
+	a, store, reader := newRecorder(t, audit.AuditOptions{Interval: time.Minute, MaxPending: 100})
 	// Events of an interval that has ended: once written, their entries
 	// are forgotten.
 	at := time.Now().Add(-time.Hour)
@@ -142,7 +144,7 @@ func TestAuditRecorderBoundsMemory(t *testing.T) {
 // TestAuditRecorderLeaseEvents: renewals of a grant are one entry with
 // their count and the latest expiry; a lapse noticed twice is one entry.
 func TestAuditRecorderLeaseEvents(t *testing.T) {
-	a, store, _ := newRecorder(t, gateway.AuditOptions{Replica: "gw-1", Interval: time.Hour})
+	a, store, _ := newRecorder(t, audit.AuditOptions{Replica: "gw-1", Interval: time.Hour})
 	t0 := time.Now().Truncate(time.Hour).Add(time.Minute)
 	l := tokens.Lease{Name: "r", Holder: "node-a", Epoch: 3, TTL: 10 * time.Second}
 	for i := range 4 {

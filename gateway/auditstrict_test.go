@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencegw/fencegw/gateway"
+	"github.com/fencegw/fencegw/wire"
 )
 
 // TestAuditQueriesNeverWiden: through the control API, a malformed audit
@@ -35,13 +35,13 @@ func TestAuditQueriesNeverWiden(t *testing.T) {
 		{"/v1/audit/rejections?limit=1e3", "limit"},
 	} {
 		a := do(t, http.MethodGet, g.api.URL+c.path, nil, "")
-		var p gateway.Problem
+		var p wire.Problem
 		if a.status != http.StatusBadRequest || json.Unmarshal(a.body, &p) != nil || !strings.Contains(p.Detail, c.param) {
 			t.Errorf("GET %s = %d %s, want a 400 problem naming %s", c.path, a.status, a.body, c.param)
 		}
 	}
 	a := do(t, http.MethodGet, g.api.URL+"/v1/audit/rejections?name=invoice-sweeper", nil, "")
-	var rej gateway.Rejections
+	var rej wire.Rejections
 	if a.status != http.StatusOK || json.Unmarshal(a.body, &rej) != nil || len(rej.Rejections) != 1 ||
 		rej.Rejections[0].Resource != "invoice-sweeper" {
 		t.Fatalf("GET rejections?name=invoice-sweeper = %d %s, want its one refusal", a.status, a.body)
@@ -70,7 +70,7 @@ func TestAuditResourcesListsEveryName(t *testing.T) {
 			query.Set("cursor", cursor)
 		}
 		a := do(t, http.MethodGet, g.api.URL+"/v1/audit/resources?"+query.Encode(), nil, "")
-		var body gateway.AuditResources
+		var body wire.AuditResources
 		if a.status != http.StatusOK || json.Unmarshal(a.body, &body) != nil {
 			t.Fatalf("page %d: %d %s", page, a.status, a.body)
 		}
@@ -88,7 +88,7 @@ func TestAuditResourcesListsEveryName(t *testing.T) {
 		{"limit=0", "limit"}, {"prefix=%ZZ", "prefix"}, {"bogus=1", "bogus"}, {"cursor=", "cursor"}, {"prefix=a;b", "prefix"},
 	} {
 		a := do(t, http.MethodGet, g.api.URL+"/v1/audit/resources?"+c.query, nil, "")
-		var p gateway.Problem
+		var p wire.Problem
 		if a.status != http.StatusBadRequest || json.Unmarshal(a.body, &p) != nil || !strings.Contains(p.Detail, c.param) {
 			t.Errorf("GET resources?%s = %d %s, want a 400 naming %s", c.query, a.status, a.body, c.param)
 		}

@@ -11,8 +11,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fencegw/fencegw/gateway/control"
+	"github.com/fencegw/fencegw/gateway/problem"
+
 	"github.com/fencegw/fencegw/config"
-	"github.com/fencegw/fencegw/gateway"
 )
 
 // TestControlRefusesCrossSite: without api_keys, what a web page can make a
@@ -30,22 +32,22 @@ func TestControlRefusesCrossSite(t *testing.T) {
 		status                   int
 		problem                  string
 	}{
-		{"form post", "POST", "/v1/leases/x/acquire", form, map[string]string{"Content-Type": "text/plain"}, 415, gateway.TypeUnsupportedMedia},
-		{"urlencoded form", "POST", "/v1/leases/x/acquire", "a=b", map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, 415, gateway.TypeUnsupportedMedia},
-		{"multipart form", "POST", "/v1/leases/x/acquire", acquire, map[string]string{"Content-Type": "multipart/form-data; boundary=x"}, 415, gateway.TypeUnsupportedMedia},
-		{"no Content-Type", "POST", "/v1/leases/x/acquire", acquire, map[string]string{"Content-Type": ""}, 415, gateway.TypeUnsupportedMedia},
-		{"renew as text", "POST", "/v1/leases/x/renew", `{"holder":"a","epoch":1}`, map[string]string{"Content-Type": "text/plain"}, 415, gateway.TypeUnsupportedMedia},
-		{"release as text", "POST", "/v1/leases/x/release", `{"holder":"a","epoch":1}`, map[string]string{"Content-Type": "text/plain"}, 415, gateway.TypeUnsupportedMedia},
-		{"delete with a text body", "DELETE", "/v1/idempotency/x/k1", "x", map[string]string{"Content-Type": "text/plain"}, 415, gateway.TypeUnsupportedMedia},
-		{"fetch from another origin", "POST", "/v1/leases/x/acquire", acquire, map[string]string{"Origin": "http://127.0.0.1:1"}, 403, gateway.TypeCrossOrigin},
-		{"another site", "POST", "/v1/leases/x/acquire", acquire, map[string]string{"Origin": "https://evil.example"}, 403, gateway.TypeCrossOrigin},
-		{"opaque origin", "POST", "/v1/leases/x/acquire", acquire, map[string]string{"Origin": "null"}, 403, gateway.TypeCrossOrigin},
-		{"same host, https", "POST", "/v1/leases/x/acquire", acquire, map[string]string{"Origin": "https://127.0.0.1:" + port}, 403, gateway.TypeCrossOrigin},
-		{"audit read from another origin", "GET", "/v1/audit/leases", "", map[string]string{"Origin": "https://evil.example"}, 403, gateway.TypeCrossOrigin},
-		{"rebound name", "POST", "/v1/leases/x/acquire", acquire, map[string]string{"Host": "evil.example:" + port}, 421, gateway.TypeMisdirected},
-		{"rebound name reads the audit", "GET", "/v1/audit/leases", "", map[string]string{"Host": "evil.example"}, 421, gateway.TypeMisdirected},
-		{"rebound name, own origin", "GET", "/ui/", "", map[string]string{"Host": "evil.example:" + port, "Origin": "http://evil.example:" + port}, 421, gateway.TypeMisdirected},
-		{"another address", "GET", "/healthz", "", map[string]string{"Host": "192.0.2.7:" + port}, 421, gateway.TypeMisdirected},
+		{"form post", "POST", "/v1/leases/x/acquire", form, map[string]string{"Content-Type": "text/plain"}, 415, problem.TypeUnsupportedMedia},
+		{"urlencoded form", "POST", "/v1/leases/x/acquire", "a=b", map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, 415, problem.TypeUnsupportedMedia},
+		{"multipart form", "POST", "/v1/leases/x/acquire", acquire, map[string]string{"Content-Type": "multipart/form-data; boundary=x"}, 415, problem.TypeUnsupportedMedia},
+		{"no Content-Type", "POST", "/v1/leases/x/acquire", acquire, map[string]string{"Content-Type": ""}, 415, problem.TypeUnsupportedMedia},
+		{"renew as text", "POST", "/v1/leases/x/renew", `{"holder":"a","epoch":1}`, map[string]string{"Content-Type": "text/plain"}, 415, problem.TypeUnsupportedMedia},
+		{"release as text", "POST", "/v1/leases/x/release", `{"holder":"a","epoch":1}`, map[string]string{"Content-Type": "text/plain"}, 415, problem.TypeUnsupportedMedia},
+		{"delete with a text body", "DELETE", "/v1/idempotency/x/k1", "x", map[string]string{"Content-Type": "text/plain"}, 415, problem.TypeUnsupportedMedia},
+		{"fetch from another origin", "POST", "/v1/leases/x/acquire", acquire, map[string]string{"Origin": "http://127.0.0.1:1"}, 403, problem.TypeCrossOrigin},
+		{"another site", "POST", "/v1/leases/x/acquire", acquire, map[string]string{"Origin": "https://evil.example"}, 403, problem.TypeCrossOrigin},
+		{"opaque origin", "POST", "/v1/leases/x/acquire", acquire, map[string]string{"Origin": "null"}, 403, problem.TypeCrossOrigin},
+		{"same host, https", "POST", "/v1/leases/x/acquire", acquire, map[string]string{"Origin": "https://127.0.0.1:" + port}, 403, problem.TypeCrossOrigin},
+		{"audit read from another origin", "GET", "/v1/audit/leases", "", map[string]string{"Origin": "https://evil.example"}, 403, problem.TypeCrossOrigin},
+		{"rebound name", "POST", "/v1/leases/x/acquire", acquire, map[string]string{"Host": "evil.example:" + port}, 421, problem.TypeMisdirected},
+		{"rebound name reads the audit", "GET", "/v1/audit/leases", "", map[string]string{"Host": "evil.example"}, 421, problem.TypeMisdirected},
+		{"rebound name, own origin", "GET", "/ui/", "", map[string]string{"Host": "evil.example:" + port, "Origin": "http://evil.example:" + port}, 421, problem.TypeMisdirected},
+		{"another address", "GET", "/healthz", "", map[string]string{"Host": "192.0.2.7:" + port}, 421, problem.TypeMisdirected},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			a := doHost(t, c.method, g.api.URL+c.path, c.header, c.body)
@@ -121,8 +123,8 @@ func TestControlHSTS(t *testing.T) {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		if got := resp.Header.Get("Strict-Transport-Security"); got != gateway.StrictTransportSecurity {
-			t.Errorf("GET %s over TLS: Strict-Transport-Security %q, want %q", path, got, gateway.StrictTransportSecurity)
+		if got := resp.Header.Get("Strict-Transport-Security"); got != control.StrictTransportSecurity {
+			t.Errorf("GET %s over TLS: Strict-Transport-Security %q, want %q", path, got, control.StrictTransportSecurity)
 		}
 	}
 	if a := do(t, "GET", g.api.URL+"/healthz", nil, ""); a.header.Get("Strict-Transport-Security") != "" {

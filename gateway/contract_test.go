@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegw/fencegw/gateway/problem"
+	"github.com/fencegw/fencegw/gateway/upstream"
+
 	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/internal/testutil/testpg"
 )
@@ -46,7 +49,7 @@ func TestHTTPContract(t *testing.T) {
 	}
 }
 
-func testAdmitThenRefuseStale(t *testing.T, g *gw, up *upstream) {
+func testAdmitThenRefuseStale(t *testing.T, g *gw, up *testUpstream) {
 	for i, e := range []string{"1", "2", "2"} {
 		a := g.write(t, "/email/send", e)
 		if a.status != http.StatusCreated || a.header.Get("X-Upstream") != "yes" || string(a.body) != "stored:payload" {
@@ -71,7 +74,7 @@ func testAdmitThenRefuseStale(t *testing.T, g *gw, up *upstream) {
 	p := a.problem(t)
 	// A raw epoch's refusal tells no epoch the caller did not send.
 	if p["resource"] != "invoice-sweeper" || p["presented_epoch"] != "1" || p["current_epoch"] != nil ||
-		p["type"] != gateway.TypeStaleEpoch {
+		p["type"] != problem.TypeStaleEpoch {
 		t.Fatalf("stale problem = %v", p)
 	}
 	if n := len(up.requests()); n != 3 {
@@ -82,14 +85,14 @@ func testAdmitThenRefuseStale(t *testing.T, g *gw, up *upstream) {
 	}
 }
 
-func testMissingToken(t *testing.T, g *gw, up *upstream) {
+func testMissingToken(t *testing.T, g *gw, up *testUpstream) {
 	before := len(up.requests())
 	for _, m := range []string{"POST", "PUT", "PATCH", "DELETE"} {
 		a := do(t, m, g.proxy.URL+"/email/send", nil, "x")
 		if a.status != http.StatusPreconditionRequired {
 			t.Fatalf("%s without token = %d %s", m, a.status, a.body)
 		}
-		if p := a.problem(t); p["type"] != gateway.TypeTokenRequired || p["resource"] != "invoice-sweeper" {
+		if p := a.problem(t); p["type"] != problem.TypeTokenRequired || p["resource"] != "invoice-sweeper" {
 			t.Fatalf("problem = %v", p)
 		}
 	}
@@ -98,14 +101,14 @@ func testMissingToken(t *testing.T, g *gw, up *upstream) {
 	}
 }
 
-func testMalformedTokens(t *testing.T, g *gw, up *upstream) {
+func testMalformedTokens(t *testing.T, g *gw, up *testUpstream) {
 	before := len(up.requests())
 	for _, tok := range []string{"abc", "0", "-3", "1e3", "9223372036854775808", "1.5", "0x10", "+5"} {
 		a := g.write(t, "/email/send", tok)
 		if a.status != http.StatusBadRequest {
 			t.Fatalf("token %q = %d %s", tok, a.status, a.body)
 		}
-		if p := a.problem(t); p["type"] != gateway.TypeMalformedToken {
+		if p := a.problem(t); p["type"] != problem.TypeMalformedToken {
 			t.Fatalf("token %q problem = %v", tok, p)
 		}
 	}
@@ -164,7 +167,7 @@ func testIntegerOrder(t *testing.T, g *gw) {
 	}
 }
 
-func testSafeMethodsPass(t *testing.T, g *gw, up *upstream) {
+func testSafeMethodsPass(t *testing.T, g *gw, up *testUpstream) {
 	before := len(up.requests())
 	for _, m := range []string{"GET", "HEAD", "OPTIONS"} {
 		a := do(t, m, g.proxy.URL+"/email/status", map[string]string{gateway.TokenHeader: "1"}, "")
@@ -186,7 +189,7 @@ func testSafeMethodsPass(t *testing.T, g *gw, up *upstream) {
 func testResourceFromHeader(t *testing.T, g *gw) {
 	// No resource named by route or request.
 	a := g.write(t, "/any/x", "1")
-	if a.status != http.StatusBadRequest || a.problem(t)["type"] != gateway.TypeBadResource {
+	if a.status != http.StatusBadRequest || a.problem(t)["type"] != problem.TypeBadResource {
 		t.Fatalf("no resource = %d %s", a.status, a.body)
 	}
 	h := map[string]string{gateway.TokenHeader: "4", gateway.ResourceHeader: "jobs:tenant-1"}
@@ -205,7 +208,7 @@ func testResourceFromHeader(t *testing.T, g *gw) {
 }
 
 func testBadPathsAndRoutes(t *testing.T, g *gw) {
-	if a := g.write(t, "/nowhere", "1"); a.status != http.StatusNotFound || a.problem(t)["type"] != gateway.TypeNoRoute {
+	if a := g.write(t, "/nowhere", "1"); a.status != http.StatusNotFound || a.problem(t)["type"] != problem.TypeNoRoute {
 		t.Fatalf("unrouted = %d %s", a.status, a.body)
 	}
 	req, _ := http.NewRequest("POST", g.proxy.URL+"/any/x", nil)
@@ -298,7 +301,7 @@ func TestStoreOutageFailsClosed(t *testing.T) {
 				if a.status != http.StatusServiceUnavailable || a.header.Get("Retry-After") == "" {
 					t.Fatalf("epoch %s with store down = %d (Retry-After %q) %s", e, a.status, a.header.Get("Retry-After"), a.body)
 				}
-				if p := a.problem(t); p["type"] != gateway.TypeStoreUnavailable {
+				if p := a.problem(t); p["type"] != problem.TypeStoreUnavailable {
 					t.Fatalf("problem = %v", p)
 				}
 			}
@@ -334,7 +337,7 @@ func TestStoreOutageFailsClosed(t *testing.T) {
 func TestUpstreamFailures(t *testing.T) {
 	f := boltFresh(t)
 	up := newUpstream(t)
-	tr := gateway.NewTransport(gateway.TransportOptions{ResponseHeaderTimeout: 200 * time.Millisecond})
+	tr := upstream.NewTransport(upstream.TransportOptions{ResponseHeaderTimeout: 200 * time.Millisecond})
 	t.Cleanup(tr.CloseIdleConnections)
 	g := newGateway(t, f(t), up, tr)
 
@@ -342,7 +345,7 @@ func TestUpstreamFailures(t *testing.T) {
 	up.delay = 2 * time.Second
 	up.mu.Unlock()
 	a := g.write(t, "/email/send", "1")
-	if a.status != http.StatusGatewayTimeout || a.problem(t)["type"] != gateway.TypeUpstreamTimeout {
+	if a.status != http.StatusGatewayTimeout || a.problem(t)["type"] != problem.TypeUpstreamTimeout {
 		t.Fatalf("slow upstream = %d %s", a.status, a.body)
 	}
 	up.mu.Lock()
@@ -351,7 +354,7 @@ func TestUpstreamFailures(t *testing.T) {
 
 	up.srv.Close()
 	a = g.write(t, "/email/send", "1")
-	if a.status != http.StatusBadGateway || a.problem(t)["type"] != gateway.TypeUpstreamFailed {
+	if a.status != http.StatusBadGateway || a.problem(t)["type"] != problem.TypeUpstreamFailed {
 		t.Fatalf("down upstream = %d %s", a.status, a.body)
 	}
 	if p := a.problem(t); p["resource"] != "invoice-sweeper" || p["presented_epoch"] != "1" {

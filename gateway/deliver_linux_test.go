@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegw/fencegw/gateway/problem"
+
 	"github.com/fencegw/fencegw/gateway"
 )
 
@@ -110,13 +112,13 @@ func TestWriteInOwnKernelAtLapseIsCut(t *testing.T) {
 			if c.netHTTP {
 				tr = &http.Transport{}
 			}
-			g := newGatewayWith(t, boltFresh(t)(t), &upstream{srv: up.srv},
+			g := newGatewayWith(t, boltFresh(t)(t), &testUpstream{srv: up.srv},
 				gatewayOptions{transport: tr}, leaseRoutes...)
 			a := leaseOf(t, g.acquire(t, "invoice-sweeper", "node-a", 1))
 			token := map[string]string{gateway.TokenHeader: strconv.FormatInt(int64(a.Epoch), 10)}
 			r := do(t, http.MethodPost, g.proxy.URL+"/raw/x", token, strings.Repeat("a", size))
 			p := r.problem(t)
-			if r.status != http.StatusPreconditionFailed || p["type"] != gateway.TypeStaleEpoch ||
+			if r.status != http.StatusPreconditionFailed || p["type"] != problem.TypeStaleEpoch ||
 				!strings.Contains(p["detail"].(string), "did not receive all") {
 				t.Fatalf("the write undelivered at the lapse = %d %v, want 412 cut", r.status, p)
 			}
@@ -143,7 +145,7 @@ func TestClientGoneMidWriteLeavesNoWholeWrite(t *testing.T) {
 	for _, tlsOn := range []bool{false, true} {
 		t.Run(map[bool]string{false: "http", true: "https"}[tlsOn], func(t *testing.T) {
 			up := newStalledUpstream(t, tlsOn, false)
-			g := newGatewayWith(t, boltFresh(t)(t), &upstream{srv: up.srv},
+			g := newGatewayWith(t, boltFresh(t)(t), &testUpstream{srv: up.srv},
 				gatewayOptions{transport: up.transportFor()}, leaseRoutes...)
 			a := leaseOf(t, g.acquire(t, "invoice-sweeper", "node-a", 1))
 			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)

@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegw/fencegw/gateway/problem"
+	"github.com/fencegw/fencegw/gateway/upstream"
+
 	"github.com/fencegw/fencegw/gateway"
 )
 
@@ -92,13 +95,13 @@ func (u *slowUpstream) receipts() []bodyReceipt {
 
 // transportFor returns the gateway transport that trusts u's certificate.
 func (u *slowUpstream) transportFor() http.RoundTripper {
-	o := gateway.TransportOptions{}
+	o := upstream.TransportOptions{}
 	if cert := u.srv.Certificate(); cert != nil {
 		pool := x509.NewCertPool()
 		pool.AddCert(cert)
 		o.TLS = &tls.Config{RootCAs: pool}
 	}
-	return gateway.NewTransport(o)
+	return upstream.NewTransport(o)
 }
 
 // TestLargeWriteToSlowReaderIsCutAtLapse: issue 23, item 1. A 3 MB leased
@@ -118,14 +121,14 @@ func TestLargeWriteToSlowReaderIsCutAtLapse(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			up := newSlowUpstream(t, tlsOn)
-			g := newGatewayWith(t, boltFresh(t)(t), &upstream{srv: up.srv},
+			g := newGatewayWith(t, boltFresh(t)(t), &testUpstream{srv: up.srv},
 				gatewayOptions{transport: up.transportFor(), maxBody: 4 << 20}, leaseRoutes...)
 			a := leaseOf(t, g.acquire(t, "invoice-sweeper", "node-a", 2))
 
 			token := map[string]string{gateway.TokenHeader: strconv.FormatInt(int64(a.Epoch), 10)}
 			r := do(t, http.MethodPost, g.proxy.URL+"/raw/x", token, strings.Repeat("a", size))
 			p := r.problem(t)
-			if r.status != http.StatusPreconditionFailed || p["type"] != gateway.TypeStaleEpoch ||
+			if r.status != http.StatusPreconditionFailed || p["type"] != problem.TypeStaleEpoch ||
 				!strings.Contains(p["detail"].(string), "did not receive all") {
 				t.Fatalf("the write straddling the lapse = %d %v, want 412 cut", r.status, p)
 			}
@@ -176,7 +179,7 @@ func TestLeasedWritesToFastUpstreamAreDelivered(t *testing.T) {
 				t.Cleanup(up.srv.Close)
 			}
 			s := &slowUpstream{srv: up.srv}
-			g := newGatewayWith(t, boltFresh(t)(t), &upstream{srv: up.srv},
+			g := newGatewayWith(t, boltFresh(t)(t), &testUpstream{srv: up.srv},
 				gatewayOptions{transport: s.transportFor(), maxBody: 4 << 20}, append([]routeSpec{{prefix: "/free/"}}, leaseRoutes...)...)
 			a := leaseOf(t, g.acquire(t, "invoice-sweeper", "node-a", 60))
 			token := map[string]string{gateway.TokenHeader: strconv.FormatInt(int64(a.Epoch), 10)}

@@ -1,9 +1,15 @@
-// Package gateway is fencegw's HTTP layer: the fenced reverse proxy and the
-// control API. The fencing decision itself belongs to package tokens, routes
-// to package policy; this package maps both onto HTTP.
+// Package gateway is fencegw's fenced reverse proxy. The fencing decision
+// itself belongs to package tokens, routes to package policy; this package
+// maps both onto HTTP. Its parts live below it, each in a package that never
+// imports gateway: the problem catalogue (gateway/problem), the request's
+// context (gateway/reqctx), the audit recorder (gateway/audit), telemetry
+// (gateway/observe), the framing guard (gateway/guard), the upstream
+// transport (gateway/upstream), at-most-once writes (gateway/idempotency),
+// the control API (gateway/control) and its page (gateway/ui). New composes
+// the proxy's parts; server wires the control API.
 //
-// On a GuardListener (with ConnContext installed on the server), a request
-// that breaks HTTP/1.1 framing gets 400 (431 for a head over the limit, 501
+// On a guard.GuardListener (with guard.ConnContext installed on the
+// server), a request that breaks HTTP/1.1 framing gets 400 (431 for a head over the limit, 501
 // for a transfer coding other than chunked) and nothing of it is forwarded;
 // the connection closes after the answer.
 //
@@ -26,13 +32,15 @@
 // Every answer the gateway gives itself is an RFC 9457 problem document.
 package gateway
 
-// Header names of the fencing contract.
+import "github.com/fencegw/fencegw/wire"
+
+// Header names of the fencing contract (see wire).
 const (
 	// TokenHeader carries the client's fencing token. It never reaches the upstream.
-	TokenHeader = "Fencing-Token"
+	TokenHeader = wire.TokenHeader
 	// EpochHeader tells the upstream the admitted epoch.
-	EpochHeader = "Fencing-Epoch"
+	EpochHeader = wire.EpochHeader
 	// ResourceHeader names the resource: set by the gateway toward the
 	// upstream, and read from clients on routes that name no resource.
-	ResourceHeader = "Fencing-Resource"
+	ResourceHeader = wire.ResourceHeader
 )

@@ -6,6 +6,11 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/fencegw/fencegw/gateway/observe"
+	"github.com/fencegw/fencegw/gateway/problem"
+	"github.com/fencegw/fencegw/gateway/reqctx"
+	"github.com/fencegw/fencegw/gateway/upstream"
+
 	"github.com/fencegw/fencegw/policy"
 	"github.com/fencegw/fencegw/tokens"
 )
@@ -147,11 +152,11 @@ func (r *drainResource) lowerThan(epoch int64) bool {
 // refused as stale (412), and nothing of it is forwarded. A write whose
 // deadline passes while it waits is answered 504, and nothing of it is
 // forwarded either. Requests that were not admitted pass through.
-func DrainEarlierEpochs(cached func(resource string) int64, obs *Observer) func(http.Handler) http.Handler {
+func DrainEarlierEpochs(cached func(resource string) int64, obs *observe.Observer) func(http.Handler) http.Handler {
 	d := newEpochDrain(cached)
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			a, ok := AdmissionFrom(r.Context())
+			a, ok := reqctx.AdmissionFrom(r.Context())
 			if !ok {
 				next.ServeHTTP(w, r)
 				return
@@ -169,33 +174,33 @@ func DrainEarlierEpochs(cached func(resource string) int64, obs *Observer) func(
 
 // writeDrainError answers a write that left DrainEarlierEpochs without
 // being forwarded; a refusal is counted in obs's audit.
-func writeDrainError(w http.ResponseWriter, r *http.Request, a Admission, err error, obs *Observer) {
+func writeDrainError(w http.ResponseWriter, r *http.Request, a reqctx.Admission, err error, obs *observe.Observer) {
 	if r.Context().Err() == context.Canceled {
-		w.WriteHeader(StatusClientClosedRequest)
+		w.WriteHeader(upstream.StatusClientClosedRequest)
 		return
 	}
 	if ctxErr := r.Context().Err(); ctxErr != nil {
-		err = refuseCause(KindUpstreamSlow, "writes at an earlier epoch to this resource were still at the upstream "+
+		err = problem.RefuseCause(problem.KindUpstreamSlow, "writes at an earlier epoch to this resource were still at the upstream "+
 			"when the exchange deadline passed; nothing of this write was forwarded", ctxErr)
 	}
-	p := problemOf(err)
+	p := problem.ProblemOf(err)
 	if stale, ok := errors.AsType[*tokens.StaleEpochError](err); ok {
 		// Admitted, then superseded: not the fence's refusal of a stale
 		// epoch, whose write never took effect.
-		p = KindSuperseded.problem("a write at a newer epoch to this resource was admitted while this one was on its way; nothing of it was forwarded")
-		p.CurrentEpoch = epochPtr(stale.Current)
+		p = problem.KindSuperseded.Problem("a write at a newer epoch to this resource was admitted while this one was on its way; nothing of it was forwarded")
+		p.CurrentEpoch = problem.EpochPtr(stale.Current)
 	}
-	if rt, ok := RouteFrom(r.Context()); ok {
+	if rt, ok := reqctx.RouteFrom(r.Context()); ok {
 		p.Route = rt.Name
 	}
-	p.Resource, p.PresentedEpoch = a.Resource, epochPtr(a.Epoch)
+	p.Resource, p.PresentedEpoch = a.Resource, problem.EpochPtr(a.Epoch)
 	if p.Decision() != "" { // a refusal, not an upstream too slow
-		obs.audit(r, a, &p)
+		obs.AuditRefusal(r, a, &p)
 	}
-	if rt, ok := RouteFrom(r.Context()); ok && a.Holder == "" && rt.Tokens != policy.TokensSigned {
+	if rt, ok := reqctx.RouteFrom(r.Context()); ok && a.Holder == "" && rt.Tokens != policy.TokensSigned {
 		p = rawAnswer(p, err, r, nil) // a raw epoch's caller learns no epoch
 	}
-	writeProblem(w, r, p)
+	problem.WriteProblem(w, r, p)
 }
 
 // answerWriter calls answered once, when the answer's final head is

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegw/fencegw/wire"
+
 	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/tokens"
 )
@@ -33,15 +35,15 @@ func (s *auditCountingStore) PutAudit(ctx context.Context, es []tokens.AuditEntr
 }
 
 // rejectionsOf lists the audit of refusals through g with query q.
-func (g *gw) rejectionsOf(t *testing.T, q url.Values) gateway.Rejections {
+func (g *gw) rejectionsOf(t *testing.T, q url.Values) wire.Rejections {
 	t.Helper()
-	return getAudit[gateway.Rejections](t, g, "/v1/audit/rejections", q)
+	return getAudit[wire.Rejections](t, g, "/v1/audit/rejections", q)
 }
 
 // leaseHistoryOf lists the lease history through g with query q.
-func (g *gw) leaseHistoryOf(t *testing.T, q url.Values) gateway.LeaseHistory {
+func (g *gw) leaseHistoryOf(t *testing.T, q url.Values) wire.LeaseHistory {
 	t.Helper()
-	return getAudit[gateway.LeaseHistory](t, g, "/v1/audit/leases", q)
+	return getAudit[wire.LeaseHistory](t, g, "/v1/audit/leases", q)
 }
 
 // getAudit reads one page of an audit endpoint through g.
@@ -95,11 +97,11 @@ func TestAuditAcrossReplicasAndRestarts(t *testing.T) {
 			check := func(g *gw) {
 				t.Helper()
 				rej := g.rejectionsOf(t, url.Values{"resource": {"invoice-sweeper"}, "decision": {"stale"}}).Rejections
-				if len(rej) != 1 || rej[0].Replica != "gw-a" || rej[0].Count != 1 || rej[0].Decision != tokens.DecisionStale ||
+				if len(rej) != 1 || rej[0].Replica != "gw-a" || rej[0].Count != 1 || rej[0].Decision != string(tokens.DecisionStale) ||
 					*rej[0].PresentedEpoch != first.Epoch || *rej[0].CurrentEpoch != second.Epoch || rej[0].Status != 412 {
 					t.Fatalf("refusals listed: %+v", rej)
 				}
-				events := map[string]gateway.LeaseRecord{}
+				events := map[string]wire.LeaseRecord{}
 				for _, e := range g.leaseHistoryOf(t, url.Values{"name": {"invoice-sweeper"}}).Events {
 					events[e.Event+"/"+e.Holder] = e
 				}

@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegw/fencegw/wire"
+
 	"github.com/fencegw/fencegw/config"
 	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/policy"
@@ -550,7 +552,7 @@ func (h *edgeHarness) send(tb testing.TB, raw string, head, patient bool) (int, 
 	}
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	return resp.StatusCode, resp.Header.Get("Content-Type") == gateway.ProblemContentType || resp.Header.Get("X-Upstream") == ""
+	return resp.StatusCode, resp.Header.Get("Content-Type") == wire.ProblemContentType || resp.Header.Get("X-Upstream") == ""
 }
 
 // mode says how closely check holds the gateway to the model.

@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegw/fencegw/gateway/problem"
+	"github.com/fencegw/fencegw/gateway/upstream"
+
 	"github.com/fencegw/fencegw/gateway"
 )
 
@@ -58,7 +61,7 @@ func TestLapsedLeaseFencesWrites(t *testing.T) {
 				if i == 1 {
 					current = nil // a raw epoch's refusal tells no epoch
 				}
-				if r.status != http.StatusPreconditionFailed || p["type"] != gateway.TypeStaleEpoch ||
+				if r.status != http.StatusPreconditionFailed || p["type"] != problem.TypeStaleEpoch ||
 					!strings.Contains(p["detail"].(string), "lapsed") || p["current_epoch"] != current {
 					t.Fatalf("write after the lapse = %d %v", r.status, p)
 				}
@@ -94,7 +97,7 @@ func TestLockDelay(t *testing.T) {
 			r := g.acquire(t, "job", "node-b", 15)
 			p := r.problem(t)
 			retry, _ := strconv.Atoi(r.header.Get("Retry-After"))
-			if r.status != http.StatusConflict || p["type"] != gateway.TypeLockDelay || p["holder"] != "node-a" ||
+			if r.status != http.StatusConflict || p["type"] != problem.TypeLockDelay || p["holder"] != "node-a" ||
 				p["current_epoch"] != a.Epoch.String() || retry < 1 || retry > 4 {
 				t.Fatalf("acquire in the lock-delay = %d (Retry-After %q) %v", r.status, r.header.Get("Retry-After"), p)
 			}
@@ -166,7 +169,7 @@ func TestSlowBodyStraddlingTheLapseIsCut(t *testing.T) {
 		for _, size := range []int{1 << 10, 256 << 10} {
 			t.Run(fmt.Sprintf("%s/%dKiB", b.name, size>>10), func(t *testing.T) {
 				up := newBodyRecorder(t)
-				g := newGatewayWith(t, b.fresh(t)(t), &upstream{srv: up.srv}, gatewayOptions{}, leaseRoutes...)
+				g := newGatewayWith(t, b.fresh(t)(t), &testUpstream{srv: up.srv}, gatewayOptions{}, leaseRoutes...)
 				a := leaseOf(t, g.acquire(t, "invoice-sweeper", "node-a", 2))
 
 				conn, err := net.Dial("tcp", strings.TrimPrefix(g.proxy.URL, "http://"))
@@ -201,7 +204,7 @@ func TestSlowBodyStraddlingTheLapseIsCut(t *testing.T) {
 				case <-time.After(10 * time.Second):
 					t.Fatal("no answer to the straddling write")
 				}
-				if size > gateway.SmallBodyMax {
+				if size > upstream.SmallBodyMax {
 					// The head and part of the body went out; the upstream
 					// sees its connection end before the body does.
 					select {
@@ -222,7 +225,7 @@ func TestSlowBodyStraddlingTheLapseIsCut(t *testing.T) {
 						t.Fatalf("the upstream received the straddling write whole (%d bytes)", rc.n)
 					}
 				}
-				if size <= gateway.SmallBodyMax && len(up.got) != 0 {
+				if size <= upstream.SmallBodyMax && len(up.got) != 0 {
 					t.Fatalf("a small body was forwarded in part: %v", up.got)
 				}
 				// The cut write is a refusal the audit counts.
@@ -252,7 +255,7 @@ func TestReleaseAfterExpiryKeepsLockDelay(t *testing.T) {
 			}
 			g.awaitLapse(t, "job")
 			r := g.acquire(t, "job", "node-b", 15)
-			if p := r.problem(t); r.status != http.StatusConflict || p["type"] != gateway.TypeLockDelay {
+			if p := r.problem(t); r.status != http.StatusConflict || p["type"] != problem.TypeLockDelay {
 				t.Fatalf("acquire by a rival after the late release = %d %v, want 409 lock-delay", r.status, p)
 			}
 		})

@@ -4,6 +4,10 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/fencegw/fencegw/gateway/observe"
+	"github.com/fencegw/fencegw/gateway/problem"
+	"github.com/fencegw/fencegw/gateway/reqctx"
+
 	"github.com/fencegw/fencegw/policy"
 	"github.com/fencegw/fencegw/tokens"
 )
@@ -19,49 +23,49 @@ import (
 // a route that takes raw epochs tells no epoch (see rawAnswer); a raw
 // epoch for a resource the gateway leases is refused naming a signed
 // route of routes to use.
-func Fencing(fence *tokens.Fence, routes *Routes, obs *Observer, refusals *RefusalLog) func(http.Handler) http.Handler {
+func Fencing(fence *tokens.Fence, routes *Routes, obs *observe.Observer, refusals *observe.RefusalLog) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			rt, ok := RouteFrom(r.Context())
+			rt, ok := reqctx.RouteFrom(r.Context())
 			if !ok || !rt.Fenced(r.Method) {
 				next.ServeHTTP(w, r)
 				return
 			}
 			a, err := decide(r, rt, fence, obs)
 			if err == nil {
-				obs.recordDecision(r, rt, a, nil)
-				admit(r.Context(), a)
+				obs.RecordDecision(r, rt, a, nil)
+				reqctx.Admit(r.Context(), a)
 				next.ServeHTTP(w, r)
 				return
 			}
-			p := problemOf(err)
+			p := problem.ProblemOf(err)
 			p.Route = rt.Name
 			if p.Resource == "" {
 				p.Resource = a.Resource
 			}
 			if p.PresentedEpoch == nil && a.Epoch > 0 {
-				p.PresentedEpoch = epochPtr(a.Epoch)
+				p.PresentedEpoch = problem.EpochPtr(a.Epoch)
 			}
 			if p.Decision() == tokens.DecisionStale && p.Detail == "" {
 				p.Detail = err.Error()
 			}
-			obs.recordDecision(r, rt, a, &p)
-			obs.audit(r, a, &p)
-			if refusals.allow(p.Route, problemDecision(&p), p.Status) {
-				logRefusal(refusals.logger(), r, a, &p)
+			obs.RecordDecision(r, rt, a, &p)
+			obs.AuditRefusal(r, a, &p)
+			if refusals.Allow(p.Route, observe.ProblemDecision(&p), p.Status) {
+				logRefusal(refusals.Logger(), r, a, &p)
 			}
 			if a.Holder == "" && rt.Tokens != policy.TokensSigned {
 				p = rawAnswer(p, err, r, routes)
 			}
-			writeProblem(w, r, p)
+			problem.WriteProblem(w, r, p)
 		})
 	}
 }
 
 // decide presents the request to the fence inside a fencing.check span
 // (when the request's span records).
-func decide(r *http.Request, rt *policy.Route, fence *tokens.Fence, obs *Observer) (Admission, error) {
-	ctx, span := obs.childSpan(r.Context(), "fencing.check")
+func decide(r *http.Request, rt *policy.Route, fence *tokens.Fence, obs *observe.Observer) (reqctx.Admission, error) {
+	ctx, span := obs.ChildSpan(r.Context(), "fencing.check")
 	p := tokens.Presented{
 		Tokens:   r.Header.Values(TokenHeader),
 		Verifier: rt.Verifier,
@@ -72,8 +76,8 @@ func decide(r *http.Request, rt *policy.Route, fence *tokens.Fence, obs *Observe
 	p.RawOnLeased = rt.RawOnLeased
 	a, err := fence.Decide(ctx, p)
 	if span.IsRecording() {
-		span.SetAttributes(AttrResource.String(a.Resource), AttrEpochPresented.Int64(a.Epoch),
-			AttrDecision.String(string(tokens.DecisionOf(err))))
+		span.SetAttributes(observe.AttrResource.String(a.Resource), observe.AttrEpochPresented.Int64(a.Epoch),
+			observe.AttrDecision.String(string(tokens.DecisionOf(err))))
 		span.End()
 	}
 	return a, err
@@ -83,7 +87,7 @@ func decide(r *http.Request, rt *policy.Route, fence *tokens.Fence, obs *Observe
 // is sampled, with the request's context: a logger wrapped by
 // telemetry.LogHandler adds its trace_id and span_id. It never logs the
 // token.
-func logRefusal(log *slog.Logger, r *http.Request, a Admission, p *Problem) {
+func logRefusal(log *slog.Logger, r *http.Request, a reqctx.Admission, p *problem.Problem) {
 	attrs := []slog.Attr{
 		slog.String("decision", string(p.Decision())),
 		slog.String("route", p.Route),
@@ -103,8 +107,8 @@ func logRefusal(log *slog.Logger, r *http.Request, a Admission, p *Problem) {
 	if a.Holder != "" {
 		attrs = append(attrs, slog.String("holder", a.Holder))
 	}
-	if p.cause != nil {
-		attrs = append(attrs, slog.String("error", p.cause.Error()))
+	if p.Cause != nil {
+		attrs = append(attrs, slog.String("error", p.Cause.Error()))
 	}
 	level := slog.LevelInfo
 	if p.Status == http.StatusServiceUnavailable {

@@ -10,6 +10,13 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/fencegw/fencegw/gateway/guard"
+	"github.com/fencegw/fencegw/gateway/idempotency"
+	"github.com/fencegw/fencegw/gateway/observe"
+	"github.com/fencegw/fencegw/gateway/problem"
+	"github.com/fencegw/fencegw/gateway/reqctx"
+	"github.com/fencegw/fencegw/gateway/upstream"
+
 	"github.com/fencegw/fencegw/tokens"
 )
 
@@ -23,7 +30,7 @@ type Options struct {
 	// Content-Length above it is refused with 413 before any fencing.
 	MaxBodyBytes int64
 	// Observer reports spans, metrics and the audit (none when nil).
-	Observer *Observer
+	Observer *observe.Observer
 	// UpstreamTimeout bounds a whole admitted exchange with the upstream,
 	// reading the client's body included (0: unbounded; config.Default sets
 	// 30s). It bounds how long
@@ -31,15 +38,15 @@ type Options struct {
 	UpstreamTimeout time.Duration
 	// Idempotency tunes at-most-once writes (see Idempotency); its records
 	// live in the Fence's store.
-	Idempotency IdempotencyOptions
+	Idempotency idempotency.IdempotencyOptions
 	// Refusals throttles the log lines of refused writes and failed
 	// exchanges (a RefusalLog of its own over Logger when nil); share one
 	// with the control API so that one cap holds for both.
-	Refusals *RefusalLog
+	Refusals *observe.RefusalLog
 }
 
 // New returns the proxy handler: on connections of a GuardListener the
-// answer to requests that broke framing (see guarded), then path check and
+// answer to requests that broke framing (see guard.Guarded), then path check and
 // route matching, the body limit, the fencing decision, the exchange
 // deadline, at-most-once writes (Idempotency-Key), the drain of earlier
 // epochs' writes, the delivery deadline of
@@ -51,20 +58,20 @@ func New(o Options) http.Handler {
 		o.Logger = slog.Default()
 	}
 	if o.Transport == nil {
-		o.Transport = NewTransport(TransportOptions{})
+		o.Transport = upstream.NewTransport(upstream.TransportOptions{})
 	}
 	if o.Observer == nil {
-		o.Observer = mustObserver()
+		o.Observer = observe.MustObserver()
 	}
 	if o.Refusals == nil {
-		o.Refusals = NewRefusalLog(o.Logger, RefusalLogOptions{})
+		o.Refusals = observe.NewRefusalLog(o.Logger, observe.RefusalLogOptions{})
 	}
-	o.Idempotency.refusals = o.Refusals
+	o.Idempotency.Refusals = o.Refusals
 	var h http.Handler = NewProxy(o.Observer.Transport(routeTransport{o.Transport}), o.Logger, o.Observer, o.Refusals)
-	h = smallBodies(proxyErrorHandler(o.Logger, o.Observer, o.Refusals))(h)
-	h = DeliverBeforeLapse(o.Observer)(h)
+	h = smallBodies(upstream.ErrorHandler(o.Logger, o.Observer, o.Refusals))(h)
+	h = upstream.DeliverBeforeLapse(o.Observer)(h)
 	h = DrainEarlierEpochs(o.Fence.Cached, o.Observer)(h)
-	h = Idempotency(o.Fence.Store(), o.Idempotency, o.Observer, o.Logger)(h)
+	h = idempotency.Idempotency(o.Fence.Store(), o.Idempotency, o.Observer, o.Logger)(h)
 	if o.UpstreamTimeout > 0 {
 		h = Deadline(o.UpstreamTimeout)(h)
 	}
@@ -73,17 +80,7 @@ func New(o Options) http.Handler {
 		h = LimitBody(o.MaxBodyBytes)(h)
 	}
 	h = MatchRoute(o.Routes)(h)
-	return guarded(o.Logger, o.Refusals)(o.Observer.serverHandler(h, "proxy"))
-}
-
-// mustObserver returns an Observer that reports nothing; building it cannot
-// fail.
-func mustObserver() *Observer {
-	o, err := NewObserver(nil, nil, nil)
-	if err != nil {
-		panic(err)
-	}
-	return o
+	return guard.Guarded(o.Logger, o.Refusals)(o.Observer.ServerHandler(h, "proxy"))
 }
 
 // Deadline is middleware that bounds an admitted write's whole exchange
@@ -95,7 +92,7 @@ func mustObserver() *Observer {
 func Deadline(d time.Duration) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if _, ok := AdmissionFrom(r.Context()); !ok {
+			if _, ok := reqctx.AdmissionFrom(r.Context()); !ok {
 				next.ServeHTTP(w, r)
 				return
 			}
@@ -116,7 +113,7 @@ func LimitBody(max int64) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.ContentLength > max {
-				writeError(w, r, refuse(KindBodyTooLarge, fmt.Sprintf("the request body of %d bytes exceeds %d bytes", r.ContentLength, max)))
+				problem.WriteError(w, r, problem.Refuse(problem.KindBodyTooLarge, fmt.Sprintf("the request body of %d bytes exceeds %d bytes", r.ContentLength, max)))
 				return
 			}
 			if r.Body != nil && r.Body != http.NoBody {
@@ -127,10 +124,6 @@ func LimitBody(max int64) func(http.Handler) http.Handler {
 	}
 }
 
-// SmallBodyMax is the largest body of known length read whole before it is
-// forwarded (see smallBodies).
-const SmallBodyMax = 4 << 10
-
 // smallBodies is middleware that reads a body of known length up to
 // SmallBodyMax before the proxy forwards the request, so its head and body
 // reach the upstream in one write instead of two; larger bodies, and
@@ -140,14 +133,14 @@ const SmallBodyMax = 4 << 10
 func smallBodies(fail func(http.ResponseWriter, *http.Request, error)) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.ContentLength <= 0 || r.ContentLength > SmallBodyMax || r.Body == nil {
+			if r.ContentLength <= 0 || r.ContentLength > upstream.SmallBodyMax || r.Body == nil {
 				next.ServeHTTP(w, r)
 				return
 			}
 			b := make([]byte, r.ContentLength)
 			if _, err := io.ReadFull(r.Body, b); err != nil {
-				if by := deliverBy(r.Context()); !by.IsZero() && !time.Now().Before(by) {
-					err = fmt.Errorf("%w: %w", errCutUnsent, err)
+				if by := upstream.DeliverBy(r.Context()); !by.IsZero() && !time.Now().Before(by) {
+					err = fmt.Errorf("%w: %w", upstream.ErrCutUnsent, err)
 				}
 				if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
 					err = fmt.Errorf("the client sent %d bytes less than its Content-Length: %w", len(b), err)
@@ -161,8 +154,8 @@ func smallBodies(fail func(http.ResponseWriter, *http.Request, error)) func(http
 			// An in-memory body: net/http writes it with the head (rewrite
 			// gives the proxy's outgoing request its own reader over b).
 			r.Body = io.NopCloser(bytes.NewReader(b))
-			if ex, ok := exchangeFrom(r.Context()); ok {
-				ex.body = b
+			if ex, ok := reqctx.ExchangeFrom(r.Context()); ok {
+				ex.Body = b
 			}
 			next.ServeHTTP(w, r)
 		})

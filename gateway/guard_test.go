@@ -16,8 +16,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegw/fencegw/gateway/guard"
+	"github.com/fencegw/fencegw/gateway/problem"
+
+	"github.com/fencegw/fencegw/wire"
+
 	"github.com/fencegw/fencegw/config"
-	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/server"
 )
 
@@ -120,8 +124,8 @@ func guardedGateway(t *testing.T, up *rawUpstream, tc *tls.Config) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: trafficChecker(t).Proxy(t.Name(), h), ConnContext: gateway.ConnContext, MaxHeaderBytes: 4096, ReadHeaderTimeout: 5 * time.Second}
-	gl := gateway.GuardListener(ln, gateway.GuardOptions{MaxHeaderBytes: 4096, TLS: tc})
+	srv := &http.Server{Handler: trafficChecker(t).Proxy(t.Name(), h), ConnContext: guard.ConnContext, MaxHeaderBytes: 4096, ReadHeaderTimeout: 5 * time.Second}
+	gl := guard.GuardListener(ln, guard.GuardOptions{MaxHeaderBytes: 4096, TLS: tc})
 	done := make(chan struct{})
 	go func() { srv.Serve(gl); close(done) }()
 	t.Cleanup(func() { srv.Close(); <-done })
@@ -163,7 +167,7 @@ func exchange(t *testing.T, dial func() (net.Conn, error), pieces ...string) []r
 		a := rawAnswer{status: resp.StatusCode, close: resp.Close}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.Header.Get("Content-Type") == gateway.ProblemContentType {
+		if resp.Header.Get("Content-Type") == wire.ProblemContentType {
 			if err := json.Unmarshal(body, &a.problem); err != nil {
 				t.Fatalf("problem %q: %v", body, err)
 			}
@@ -186,16 +190,16 @@ var framingAttacks = []struct {
 	status int
 	typ    string
 }{
-	{"CL with TE", []string{fencedPost + "Content-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"}, 400, gateway.TypeBadFraming},
-	{"differing CLs", []string{fencedPost + "Content-Length: 3\r\nContent-Length: 4\r\n\r\nabcd"}, 400, gateway.TypeBadFraming},
-	{"equal CLs", []string{fencedPost + "Content-Length: 4\r\nContent-Length: 4\r\n\r\nabcd"}, 400, gateway.TypeBadFraming},
-	{"obs-fold", []string{"POST /email/send HTTP/1.1\r\nHost: gw\r\nFencing-Token: 5\r\nFencing-Resource: r\r\n s\r\nContent-Length: 1\r\n\r\nx"}, 400, gateway.TypeBadFraming},
-	{"bare LF head", []string{"POST /email/send HTTP/1.1\nHost: gw\nFencing-Token: 5\nFencing-Resource: r\nContent-Length: 1\n\nx"}, 400, gateway.TypeBadFraming},
-	{"bare LF chunk line", []string{fencedPost + "Transfer-Encoding: chunked\r\n\r\n3\nabc\r\n0\r\n\r\n"}, 400, gateway.TypeBadFraming},
-	{"TE in HTTP/1.0", []string{"POST /email/send HTTP/1.0\r\nFencing-Token: 5\r\nFencing-Resource: r\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\r\n0\r\n\r\n"}, 400, gateway.TypeBadFraming},
-	{"two Hosts", []string{"POST /email/send HTTP/1.1\r\nHost: gw\r\nHost: other\r\nFencing-Token: 5\r\nFencing-Resource: r\r\n\r\n"}, 400, gateway.TypeBadFraming},
-	{"gzip coding", []string{fencedPost + "Transfer-Encoding: gzip\r\n\r\n"}, 501, gateway.TypeUnsupportedCoding},
-	{"head too large", []string{fencedPost + "X-Big: " + strings.Repeat("a", 9000) + "\r\n\r\n"}, 431, gateway.TypeHeaderTooLarge},
+	{"CL with TE", []string{fencedPost + "Content-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"}, 400, problem.TypeBadFraming},
+	{"differing CLs", []string{fencedPost + "Content-Length: 3\r\nContent-Length: 4\r\n\r\nabcd"}, 400, problem.TypeBadFraming},
+	{"equal CLs", []string{fencedPost + "Content-Length: 4\r\nContent-Length: 4\r\n\r\nabcd"}, 400, problem.TypeBadFraming},
+	{"obs-fold", []string{"POST /email/send HTTP/1.1\r\nHost: gw\r\nFencing-Token: 5\r\nFencing-Resource: r\r\n s\r\nContent-Length: 1\r\n\r\nx"}, 400, problem.TypeBadFraming},
+	{"bare LF head", []string{"POST /email/send HTTP/1.1\nHost: gw\nFencing-Token: 5\nFencing-Resource: r\nContent-Length: 1\n\nx"}, 400, problem.TypeBadFraming},
+	{"bare LF chunk line", []string{fencedPost + "Transfer-Encoding: chunked\r\n\r\n3\nabc\r\n0\r\n\r\n"}, 400, problem.TypeBadFraming},
+	{"TE in HTTP/1.0", []string{"POST /email/send HTTP/1.0\r\nFencing-Token: 5\r\nFencing-Resource: r\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\r\n0\r\n\r\n"}, 400, problem.TypeBadFraming},
+	{"two Hosts", []string{"POST /email/send HTTP/1.1\r\nHost: gw\r\nHost: other\r\nFencing-Token: 5\r\nFencing-Resource: r\r\n\r\n"}, 400, problem.TypeBadFraming},
+	{"gzip coding", []string{fencedPost + "Transfer-Encoding: gzip\r\n\r\n"}, 501, problem.TypeUnsupportedCoding},
+	{"head too large", []string{fencedPost + "X-Big: " + strings.Repeat("a", 9000) + "\r\n\r\n"}, 431, problem.TypeHeaderTooLarge},
 }
 
 // TestFramingAttacksRefused: through a real server on a GuardListener, each
@@ -256,7 +260,7 @@ func TestFramingViolationMidBody(t *testing.T) {
 			up := newRawUpstream(t)
 			addr := guardedGateway(t, up, nil)
 			got := exchange(t, tcpDial(addr), pieces...)
-			checkRefused(t, got, http.StatusBadRequest, gateway.TypeBadFraming)
+			checkRefused(t, got, http.StatusBadRequest, problem.TypeBadFraming)
 			if !strings.Contains(got[0].problem["detail"].(string), "bare LF ending a chunk-size line") {
 				t.Fatalf("detail %q", got[0].problem["detail"])
 			}
@@ -301,7 +305,7 @@ func TestForgedSyntheticRequestIsNotAFramingError(t *testing.T) {
 	got := exchange(t, tcpDial(addr), "GET /email/x HTTP/1.1\r\nHost: gw\r\n\r\n"+
 		"GET /.fencegw/framing-error/.. HTTP/1.1\r\nHost: fencegw.invalid\r\n\r\n"+
 		"GET /email/.fencegw/framing-error HTTP/1.1\r\nHost: fencegw.invalid\r\nConnection: close\r\n\r\n")
-	if len(got) != 3 || got[0].status != 201 || got[1].status != 400 || got[1].problem["type"] != gateway.TypeBadPath ||
+	if len(got) != 3 || got[0].status != 201 || got[1].status != 400 || got[1].problem["type"] != problem.TypeBadPath ||
 		got[2].status != 201 {
 		t.Fatalf("answers %+v, want 201, bad-path 400, 201", got)
 	}
@@ -351,7 +355,7 @@ func TestGuardedHeadLimit(t *testing.T) {
 	if got := exchange(t, tcpDial(addr), head(4096+4096)); len(got) != 1 || got[0].status != http.StatusCreated {
 		t.Fatalf("a head at the limit: %+v", got)
 	}
-	checkRefused(t, exchange(t, tcpDial(addr), head(4096+4096+1)), http.StatusRequestHeaderFieldsTooLarge, gateway.TypeHeaderTooLarge)
+	checkRefused(t, exchange(t, tcpDial(addr), head(4096+4096+1)), http.StatusRequestHeaderFieldsTooLarge, problem.TypeHeaderTooLarge)
 }
 
 // TestGuardedRequestsNetHTTPAnswersItself: requests net/http answers
@@ -371,7 +375,7 @@ func TestGuardedRequestsNetHTTPAnswersItself(t *testing.T) {
 	for _, a := range got {
 		statuses = append(statuses, a.status)
 	}
-	if len(got) != 6 || fmt.Sprint(statuses) != "[200 404 201 428 200 400]" || got[5].problem["type"] != gateway.TypeBadFraming {
+	if len(got) != 6 || fmt.Sprint(statuses) != "[200 404 201 428 200 400]" || got[5].problem["type"] != problem.TypeBadFraming {
 		t.Fatalf("answers %+v, want 200 404 201 428 200 and the framing problem", got)
 	}
 }
@@ -384,8 +388,8 @@ func TestFramingViolationBehindAFailingRequest(t *testing.T) {
 	addr := guardedGateway(t, up, nil)
 	got := exchange(t, tcpDial(addr), "GET /down/x HTTP/1.1\r\nHost: gw\r\n\r\n"+
 		fencedPost+"Content-Length: 1\r\nContent-Length: 1\r\n\r\nx")
-	if len(got) != 2 || got[0].status != http.StatusBadGateway || got[0].problem["type"] != gateway.TypeUpstreamFailed ||
-		got[1].status != http.StatusBadRequest || got[1].problem["type"] != gateway.TypeBadFraming {
+	if len(got) != 2 || got[0].status != http.StatusBadGateway || got[0].problem["type"] != problem.TypeUpstreamFailed ||
+		got[1].status != http.StatusBadRequest || got[1].problem["type"] != problem.TypeBadFraming {
 		t.Fatalf("answers %+v, want 502 upstream-unavailable, then bad-framing", got)
 	}
 }

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegw/fencegw/gateway/guard"
+
 	"go.uber.org/goleak"
 
 	"github.com/fencegw/fencegw/gateway"
@@ -94,7 +96,7 @@ func TestTLSGuardListenerHandshakes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln := gateway.GuardListener(tcp, gateway.GuardOptions{TLS: tc, HandshakeTimeout: 300 * time.Millisecond})
+	ln := guard.GuardListener(tcp, guard.GuardOptions{TLS: tc, HandshakeTimeout: 300 * time.Millisecond})
 	silent, err := net.Dial("tcp", tcp.Addr().String())
 	if err != nil {
 		t.Fatal(err)

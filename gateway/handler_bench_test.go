@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegw/fencegw/wire"
+
 	"github.com/fencegw/fencegw/config"
 	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/server"
@@ -72,7 +74,7 @@ func acquireToken(tb testing.TB, s *server.Server, name string) string {
 		strings.NewReader(`{"holder":"bench","ttl_seconds":3600}`))
 	rec := httptest.NewRecorder()
 	s.Control().ServeHTTP(rec, req)
-	var l gateway.LeaseState
+	var l wire.LeaseState
 	if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &l) != nil || l.Token == "" {
 		tb.Fatalf("acquire %s: %d %s", name, rec.Code, rec.Body)
 	}

@@ -17,6 +17,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegw/fencegw/gateway/control"
+
+	"github.com/fencegw/fencegw/wire"
+
 	"github.com/fencegw/fencegw/config"
 	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/internal/testutil/testetcd"
@@ -145,8 +149,8 @@ func etcdOutage(t *testing.T) (storetest.Factory, func(), func()) {
 	return etcdFactory(c.Endpoints(), uniquePrefix()), c.Stop, c.Restart
 }
 
-// upstream records what reached it.
-type upstream struct {
+// testUpstream records what reached it.
+type testUpstream struct {
 	srv *httptest.Server
 	mu  sync.Mutex
 	got []*http.Request
@@ -154,8 +158,8 @@ type upstream struct {
 	delay time.Duration
 }
 
-func newUpstream(t *testing.T) *upstream {
-	u := &upstream{}
+func newUpstream(t *testing.T) *testUpstream {
+	u := &testUpstream{}
 	u.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
@@ -178,7 +182,7 @@ func newUpstream(t *testing.T) *upstream {
 	return u
 }
 
-func (u *upstream) requests() []*http.Request {
+func (u *testUpstream) requests() []*http.Request {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	return append([]*http.Request(nil), u.got...)
@@ -246,7 +250,7 @@ func (a *testAuthority) Issue(holder, resource string, epoch int64) (string, tim
 type gatewayOptions struct {
 	transport http.RoundTripper
 	auth      *testAuthority
-	keys      gateway.APIKeys
+	keys      control.APIKeys
 	sources   map[string]tokens.EpochSource // by route prefix
 	// upstreamTimeout bounds admitted exchanges (gateway default when 0).
 	upstreamTimeout time.Duration
@@ -281,12 +285,12 @@ type gatewayOptions struct {
 // tokensEpochSource abbreviates the epoch source type in tables.
 type tokensEpochSource = tokens.EpochSource
 
-func newGateway(t *testing.T, store tokens.Store, up *upstream, transport http.RoundTripper, specs ...routeSpec) *gw {
+func newGateway(t *testing.T, store tokens.Store, up *testUpstream, transport http.RoundTripper, specs ...routeSpec) *gw {
 	t.Helper()
 	return newGatewayWith(t, store, up, gatewayOptions{transport: transport}, specs...)
 }
 
-func newGatewayWith(t *testing.T, store tokens.Store, up *upstream, o gatewayOptions, specs ...routeSpec) *gw {
+func newGatewayWith(t *testing.T, store tokens.Store, up *testUpstream, o gatewayOptions, specs ...routeSpec) *gw {
 	t.Helper()
 	if o.auth == nil {
 		o.auth = newTestAuthority(t)
@@ -404,8 +408,8 @@ type answer struct {
 
 func (a answer) problem(t *testing.T) map[string]any {
 	t.Helper()
-	if ct := a.header.Get("Content-Type"); ct != gateway.ProblemContentType {
-		t.Fatalf("status %d Content-Type %q, want %s; body %s", a.status, ct, gateway.ProblemContentType, a.body)
+	if ct := a.header.Get("Content-Type"); ct != wire.ProblemContentType {
+		t.Fatalf("status %d Content-Type %q, want %s; body %s", a.status, ct, wire.ProblemContentType, a.body)
 	}
 	var p map[string]any
 	if err := json.Unmarshal(a.body, &p); err != nil {
@@ -474,7 +478,7 @@ func (g *gw) fenceEpochWith(t *testing.T, header map[string]string, resource str
 	if a.status != http.StatusOK {
 		t.Fatalf("GET fence %q: %d %s", resource, a.status, a.body)
 	}
-	var st gateway.FenceState
+	var st wire.FenceState
 	if err := json.Unmarshal(a.body, &st); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegw/fencegw/gateway/idempotency"
+	"github.com/fencegw/fencegw/gateway/problem"
+
 	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/policy"
 )
@@ -27,16 +30,16 @@ func keyed(t *testing.T, g *gw, path, token, key, body string) answer {
 	t.Helper()
 	h := map[string]string{gateway.TokenHeader: token}
 	if key != "" {
-		h[gateway.IdempotencyKeyHeader] = key
+		h[idempotency.IdempotencyKeyHeader] = key
 	}
 	return do(t, http.MethodPost, g.proxy.URL+path, h, body)
 }
 
 // forwards counts the writes the upstream received with Idempotency-Key k.
-func (u *upstream) forwards(k string) int {
+func (u *testUpstream) forwards(k string) int {
 	n := 0
 	for _, r := range u.requests() {
-		if r.Header.Get(gateway.IdempotencyKeyHeader) == k {
+		if r.Header.Get(idempotency.IdempotencyKeyHeader) == k {
 			n++
 		}
 	}
@@ -45,7 +48,7 @@ func (u *upstream) forwards(k string) int {
 
 // replicas opens n gateways over one state of the backend's store: n
 // clients of a shared store, or one gateway for the embedded store.
-func replicas(t *testing.T, b backend, up *upstream, o gatewayOptions, n int, specs ...routeSpec) []*gw {
+func replicas(t *testing.T, b backend, up *testUpstream, o gatewayOptions, n int, specs ...routeSpec) []*gw {
 	f := b.fresh(t)
 	first := newGatewayWith(t, f(t), up, o, specs...)
 	gs := []*gw{first}
@@ -75,7 +78,7 @@ func TestIdempotencyAcrossReplicasAndEpochs(t *testing.T) {
 			g1, g2 := gs[0], gs[1]
 			a := leaseOf(t, g1.acquire(t, "invoice-sweeper", "node-a", 15))
 			first := keyed(t, g1, "/bound/send", a.Token, `"invoice-1001"`, "send invoice 1001")
-			if first.status != http.StatusCreated || first.header.Get(gateway.IdempotentReplayedHeader) != "" {
+			if first.status != http.StatusCreated || first.header.Get(idempotency.IdempotentReplayedHeader) != "" {
 				t.Fatalf("first write = %d %s", first.status, first.body)
 			}
 			if n := up.forwards(`"invoice-1001"`); n != 1 {
@@ -88,7 +91,7 @@ func TestIdempotencyAcrossReplicasAndEpochs(t *testing.T) {
 			bl := leaseOf(t, g2.acquire(t, "invoice-sweeper", "node-b", 15))
 			again := keyed(t, g2, "/bound/send", bl.Token, `"invoice-1001"`, "send invoice 1001")
 			if again.status != first.status || !bytes.Equal(again.body, first.body) ||
-				again.header.Get(gateway.IdempotentReplayedHeader) != "true" || again.header.Get("X-Upstream") != "yes" {
+				again.header.Get(idempotency.IdempotentReplayedHeader) != "true" || again.header.Get("X-Upstream") != "yes" {
 				t.Fatalf("retry at epoch %d through another replica = %d %q %v; want %d %q replayed", bl.Epoch,
 					again.status, again.body, again.header, first.status, first.body)
 			}
@@ -102,7 +105,7 @@ func TestIdempotencyAcrossReplicasAndEpochs(t *testing.T) {
 			// The key with another request: 422; a raw route shares the
 			// resource's keys (a bare key is the same key).
 			r := keyed(t, g2, "/bound/send", bl.Token, "invoice-1001", "send invoice 1002")
-			if p := r.problem(t); r.status != http.StatusUnprocessableEntity || p["type"] != gateway.TypeIdemKeyReused {
+			if p := r.problem(t); r.status != http.StatusUnprocessableEntity || p["type"] != problem.TypeIdemKeyReused {
 				t.Fatalf("key reused for another body = %d %v", r.status, p)
 			}
 			epoch := strconv.FormatInt(int64(bl.Epoch), 10)
@@ -111,7 +114,7 @@ func TestIdempotencyAcrossReplicasAndEpochs(t *testing.T) {
 			}
 			// Required: no key is 400; a malformed one too; off: no record.
 			r = keyed(t, g1, "/strict/send", "1", "", "x")
-			if p := r.problem(t); r.status != http.StatusBadRequest || p["type"] != gateway.TypeIdemKeyBad {
+			if p := r.problem(t); r.status != http.StatusBadRequest || p["type"] != problem.TypeIdemKeyBad {
 				t.Fatalf("no key on a required route = %d %v", r.status, p)
 			}
 			for _, k := range []string{`"open`, "a b,c", `"\u00e9"`} {
@@ -150,7 +153,7 @@ func TestIdempotencyInFlightAndUnknown(t *testing.T) {
 				time.Sleep(10 * time.Millisecond)
 			}
 			r := keyed(t, gs[1], "/raw/x", "1", "slow", "body")
-			if p := r.problem(t); r.status != http.StatusConflict || p["type"] != gateway.TypeIdemInFlight || r.header.Get("Retry-After") == "" {
+			if p := r.problem(t); r.status != http.StatusConflict || p["type"] != problem.TypeIdemInFlight || r.header.Get("Retry-After") == "" {
 				t.Fatalf("retry while in flight = %d %v (Retry-After %q)", r.status, p, r.header.Get("Retry-After"))
 			}
 			if first := <-slow; first.status != http.StatusGatewayTimeout {
@@ -161,7 +164,7 @@ func TestIdempotencyInFlightAndUnknown(t *testing.T) {
 			up.mu.Unlock()
 			for _, g := range gs {
 				r := keyed(t, g, "/raw/x", "1", "slow", "body")
-				if p := r.problem(t); r.status != http.StatusConflict || p["type"] != gateway.TypeIdemNotReplayable {
+				if p := r.problem(t); r.status != http.StatusConflict || p["type"] != problem.TypeIdemNotReplayable {
 					t.Fatalf("retry after an unknown outcome = %d %v", r.status, p)
 				}
 			}
@@ -174,7 +177,7 @@ func TestIdempotencyInFlightAndUnknown(t *testing.T) {
 			if r := keyed(t, gs[0], "/raw/x", "1", "big", big); r.status != http.StatusCreated || len(r.body) != len("stored:")+len(big) {
 				t.Fatalf("a write with a long answer = %d, %d bytes", r.status, len(r.body))
 			}
-			if r := keyed(t, gs[1], "/raw/x", "1", "big", big); r.status != http.StatusConflict || r.problem(t)["type"] != gateway.TypeIdemNotReplayable {
+			if r := keyed(t, gs[1], "/raw/x", "1", "big", big); r.status != http.StatusConflict || r.problem(t)["type"] != problem.TypeIdemNotReplayable {
 				t.Fatalf("retry of a write whose answer was not kept = %d %s", r.status, r.body)
 			}
 			if n := up.forwards("big"); n != 1 {
@@ -213,7 +216,7 @@ func TestIdempotencyConcurrentAcrossReplicas(t *testing.T) {
 					defer wg.Done()
 					r := keyed(t, gs[i%3], "/raw/x", "1", "once", "body")
 					kind := strconv.Itoa(r.status)
-					if r.header.Get(gateway.IdempotentReplayedHeader) == "true" {
+					if r.header.Get(idempotency.IdempotentReplayedHeader) == "true" {
 						kind += " replayed"
 					}
 					mu.Lock()
@@ -241,7 +244,7 @@ func TestIdempotencyMetrics(t *testing.T) {
 	g := newGatewayWith(t, boltFresh(t)(t), up, gatewayOptions{observed: o}, idemRoutes...)
 	h, traceID := traceparent(1)
 	r := do(t, http.MethodPost, g.proxy.URL+"/raw/x", map[string]string{gateway.TokenHeader: "1",
-		gateway.IdempotencyKeyHeader: "k", "traceparent": h}, "a")
+		idempotency.IdempotencyKeyHeader: "k", "traceparent": h}, "a")
 	if r.status != http.StatusCreated {
 		t.Fatalf("first = %d", r.status)
 	}

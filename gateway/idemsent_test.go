@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencegw/fencegw/gateway"
+	"github.com/fencegw/fencegw/gateway/idempotency"
+	"github.com/fencegw/fencegw/gateway/problem"
+	"github.com/fencegw/fencegw/gateway/upstream"
 )
 
 // closedAddr returns a loopback address nothing listens on: a dial to it
@@ -56,10 +58,10 @@ func tornAddr(t *testing.T, got *atomic.Int32) string {
 
 // firstDialTo returns a transport whose first dial goes to addr instead of
 // the upstream.
-func firstDialTo(addr string) *gateway.Transport {
+func firstDialTo(addr string) *upstream.Transport {
 	var dials atomic.Int32
 	d := &net.Dialer{}
-	return gateway.NewTransport(gateway.TransportOptions{DialContext: func(ctx context.Context, network, a string) (net.Conn, error) {
+	return upstream.NewTransport(upstream.TransportOptions{DialContext: func(ctx context.Context, network, a string) (net.Conn, error) {
 		if dials.Add(1) == 1 {
 			a = addr
 		}
@@ -71,7 +73,7 @@ func firstDialTo(addr string) *gateway.Transport {
 // certificate the gateway does not trust (the handshake fails), and the
 // others to the upstream as they are.
 type firstOverTLS struct {
-	next *gateway.Transport
+	next *upstream.Transport
 	tls  *url.URL
 	n    atomic.Int32
 }
@@ -100,7 +102,7 @@ func TestIdempotencyNothingSentFreesKey(t *testing.T) {
 	}{
 		{"connection refused", func(t *testing.T) http.RoundTripper { return firstDialTo(closedAddr(t)) }},
 		{"TLS handshake failure", func(t *testing.T) http.RoundTripper {
-			return &firstOverTLS{next: gateway.NewTransport(gateway.TransportOptions{}), tls: tlsURL}
+			return &firstOverTLS{next: upstream.NewTransport(upstream.TransportOptions{}), tls: tlsURL}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -110,7 +112,7 @@ func TestIdempotencyNothingSentFreesKey(t *testing.T) {
 				t.Fatalf("write whose upstream could not be reached = %d %s, want 502", r.status, r.body)
 			}
 			r := keyed(t, g, "/raw/x", "1", "k1", "body")
-			if r.status != http.StatusCreated || r.header.Get(gateway.IdempotentReplayedHeader) != "" {
+			if r.status != http.StatusCreated || r.header.Get(idempotency.IdempotentReplayedHeader) != "" {
 				t.Fatalf("retry after nothing was sent = %d %s, want 201 forwarded", r.status, r.body)
 			}
 			if n := up.forwards("k1"); n != 1 {
@@ -132,7 +134,7 @@ func TestIdempotencyNothingSentFreesKey(t *testing.T) {
 			t.Fatalf("the resetting upstream read %d requests, want 1", torn.Load())
 		}
 		r := keyed(t, g, "/raw/x", "1", "k2", "body")
-		if p := r.problem(t); r.status != http.StatusConflict || p["type"] != gateway.TypeIdemNotReplayable {
+		if p := r.problem(t); r.status != http.StatusConflict || p["type"] != problem.TypeIdemNotReplayable {
 			t.Fatalf("retry after a write that reached the upstream in part = %d %v, want 409 not replayable", r.status, p)
 		}
 		if n := up.forwards("k2"); n != 0 {
@@ -159,13 +161,13 @@ func TestIdempotencyRecordOutlivesExchange(t *testing.T) {
 			}
 			time.Sleep(1500 * time.Millisecond) // past idempotency.ttl
 			r := keyed(t, g, "/raw/x", "1", "long", "body")
-			if r.status != http.StatusConflict || r.problem(t)["type"] != gateway.TypeIdemInFlight {
+			if r.status != http.StatusConflict || r.problem(t)["type"] != problem.TypeIdemInFlight {
 				t.Fatalf("retry past idempotency.ttl while the write is at the upstream = %d %s, want 409 in flight", r.status, r.body)
 			}
 			if first := <-slow; first.status != http.StatusCreated {
 				t.Fatalf("the slow write = %d %s", first.status, first.body)
 			}
-			if r := keyed(t, g, "/raw/x", "1", "long", "body"); r.status != http.StatusCreated || r.header.Get(gateway.IdempotentReplayedHeader) != "true" {
+			if r := keyed(t, g, "/raw/x", "1", "long", "body"); r.status != http.StatusCreated || r.header.Get(idempotency.IdempotentReplayedHeader) != "true" {
 				t.Fatalf("retry after the answer = %d %s, want the answer replayed", r.status, r.body)
 			}
 			if n := up.forwards("long"); n != 1 {

@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegw/fencegw/gateway/idempotency"
+	"github.com/fencegw/fencegw/gateway/problem"
+
 	"github.com/fencegw/fencegw/gateway"
 )
 
@@ -39,11 +42,11 @@ func (b *patternBody) Read(p []byte) (int, error) {
 // digestUpstream answers every write 201 with the hex SHA-256 of its body,
 // read as it streams; a path ending in /early is answered without reading
 // the body. It counts the writes with each Idempotency-Key.
-func digestUpstream(t *testing.T) (*upstream, *keyCounts) {
+func digestUpstream(t *testing.T) (*testUpstream, *keyCounts) {
 	counts := &keyCounts{}
-	u := &upstream{}
+	u := &testUpstream{}
 	u.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		counts.add(r.Header.Get(gateway.IdempotencyKeyHeader))
+		counts.add(r.Header.Get(idempotency.IdempotencyKeyHeader))
 		if strings.HasSuffix(r.URL.Path, "/early") {
 			w.WriteHeader(http.StatusCreated)
 			io.WriteString(w, "early")
@@ -90,7 +93,7 @@ func sendBody(t *testing.T, g *gw, path, key string, body io.Reader, size int64)
 	}
 	req.ContentLength = size
 	req.Header.Set(gateway.TokenHeader, "1")
-	req.Header.Set(gateway.IdempotencyKeyHeader, key)
+	req.Header.Set(idempotency.IdempotencyKeyHeader, key)
 	return send(t, req)
 }
 
@@ -125,7 +128,7 @@ func TestKeyedBodyStreams(t *testing.T) {
 		t.Errorf("forwarding a %d MiB keyed body allocated %d MiB: the body was buffered", size>>20, n>>20)
 	}
 	n = allocated(func() { again = sendBody(t, g, "/raw/big", "big", &patternBody{n: size, seed: 'a'}, size) })
-	if again.status != http.StatusCreated || again.header.Get(gateway.IdempotentReplayedHeader) != "true" || string(again.body) != string(first.body) {
+	if again.status != http.StatusCreated || again.header.Get(idempotency.IdempotentReplayedHeader) != "true" || string(again.body) != string(first.body) {
 		t.Fatalf("retry = %d %s %v, want the answer replayed", again.status, again.body, again.header)
 	}
 	if n > size/8 {
@@ -162,7 +165,7 @@ func TestKeyedBodyFingerprintLifecycle(t *testing.T) {
 			}
 			for _, body := range []string{part + part, "another body"} {
 				r := keyed(t, g, "/raw/stream", "1", "s", body)
-				if r.status != http.StatusConflict || r.problem(t)["type"] != gateway.TypeIdemInFlight {
+				if r.status != http.StatusConflict || r.problem(t)["type"] != problem.TypeIdemInFlight {
 					t.Fatalf("retry (%.20q) while the body streams = %d %s, want 409 in flight", body, r.status, r.body)
 				}
 			}
@@ -173,7 +176,7 @@ func TestKeyedBodyFingerprintLifecycle(t *testing.T) {
 				t.Fatalf("first = %d %s", first.status, first.body)
 			}
 			if r := keyed(t, g, "/raw/stream", "1", "s", part+part); r.status != http.StatusCreated ||
-				r.header.Get(gateway.IdempotentReplayedHeader) != "true" || string(r.body) != string(first.body) {
+				r.header.Get(idempotency.IdempotentReplayedHeader) != "true" || string(r.body) != string(first.body) {
 				t.Fatalf("retry with the same body = %d %s, want the answer replayed", r.status, r.body)
 			}
 			if r := keyed(t, g, "/raw/stream", "1", "s", part+"other half"); r.status != http.StatusUnprocessableEntity {
@@ -183,7 +186,7 @@ func TestKeyedBodyFingerprintLifecycle(t *testing.T) {
 			if r := keyed(t, g, "/raw/early", "1", "e", "unread body"); r.status != http.StatusCreated {
 				t.Fatalf("early answer = %d %s", r.status, r.body)
 			}
-			if r := keyed(t, g, "/raw/early", "1", "e", "unread body"); r.header.Get(gateway.IdempotentReplayedHeader) != "true" {
+			if r := keyed(t, g, "/raw/early", "1", "e", "unread body"); r.header.Get(idempotency.IdempotentReplayedHeader) != "true" {
 				t.Fatalf("retry of an early answer = %d %s, want it replayed", r.status, r.body)
 			}
 			if r := keyed(t, g, "/raw/early", "1", "e", "another body"); r.status != http.StatusUnprocessableEntity {

@@ -13,7 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencegw/fencegw/gateway"
+	"github.com/fencegw/fencegw/gateway/problem"
+
+	"github.com/fencegw/fencegw/wire"
+
 	"github.com/fencegw/fencegw/policy"
 )
 
@@ -41,12 +44,12 @@ func (g *gw) releaseLease(t *testing.T, name, holder string, epoch int64) answer
 	return g.leaseCall(t, name, "release", fmt.Sprintf(`{"holder":%q,"epoch":%d}`, holder, epoch), nil)
 }
 
-func leaseOf(t *testing.T, a answer) gateway.LeaseState {
+func leaseOf(t *testing.T, a answer) wire.LeaseState {
 	t.Helper()
 	if a.status != http.StatusOK {
 		t.Fatalf("lease call = %d %s", a.status, a.body)
 	}
-	var l gateway.LeaseState
+	var l wire.LeaseState
 	if err := json.Unmarshal(a.body, &l); err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +92,7 @@ func TestLeaseLifecycle(t *testing.T) {
 			if r.status != http.StatusConflict || r.header.Get("Retry-After") == "" {
 				t.Fatalf("acquire while held = %d (Retry-After %q) %s", r.status, r.header.Get("Retry-After"), r.body)
 			}
-			if p := r.problem(t); p["holder"] != "node-a" || p["expires_at"] == nil || p["type"] != gateway.TypeLeaseHeld {
+			if p := r.problem(t); p["holder"] != "node-a" || p["expires_at"] == nil || p["type"] != problem.TypeLeaseHeld {
 				t.Fatalf("409 problem = %v", p)
 			}
 			// Renew keeps the epoch; a retried renew is as good.
@@ -100,7 +103,7 @@ func TestLeaseLifecycle(t *testing.T) {
 				}
 			}
 			// node-a stops renewing; node-b takes over once the lease lapses.
-			var b2 gateway.LeaseState
+			var b2 wire.LeaseState
 			deadline := time.Now().Add(20 * time.Second)
 			for {
 				r := g.acquire(t, "invoice-sweeper", "node-b", 15)
@@ -134,7 +137,7 @@ func TestLeaseLifecycle(t *testing.T) {
 				t.Fatal("a fenced write reached the upstream")
 			}
 			if r := g.renewLease(t, "invoice-sweeper", "node-a", int64(a.Epoch)); r.status != http.StatusConflict ||
-				r.problem(t)["type"] != gateway.TypeLeaseLost {
+				r.problem(t)["type"] != problem.TypeLeaseLost {
 				t.Fatalf("old holder's renew = %d %s", r.status, r.body)
 			}
 			if r := g.write(t, "/signed/x", b2.Token); r.status != http.StatusCreated {

@@ -3,7 +3,6 @@ package gateway_test
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/fencegw/fencegw/wire"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -15,6 +14,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/fencegw/fencegw/wire"
+
+	"github.com/fencegw/fencegw/gateway/problem"
 
 	"github.com/anishathalye/porcupine"
 
@@ -121,7 +124,7 @@ func writeFence(c *http.Client, g *gw, res string, epoch int64, id string) fence
 			Current wire.Epoch `json:"current_epoch"`
 		}
 		json.Unmarshal(body, &p)
-		if p.Type == gateway.TypeSuperseded {
+		if p.Type == problem.TypeSuperseded {
 			// Admitted (the HWM may have moved), then not forwarded.
 			return fenceOutput{Outcome: "superseded"}
 		}
@@ -141,7 +144,7 @@ func readFence(c *http.Client, g *gw, res string) (int64, bool) {
 		return 0, false
 	}
 	defer resp.Body.Close()
-	var st gateway.FenceState
+	var st wire.FenceState
 	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&st) != nil {
 		return 0, false
 	}
@@ -150,15 +153,15 @@ func readFence(c *http.Client, g *gw, res string) (int64, bool) {
 
 // recordingUpstream records the epoch each operation reached it with.
 type recordingUpstream struct {
-	*upstream
+	*testUpstream
 	mu   sync.Mutex
 	seen map[string][]string // op id -> Fencing-Epoch values received
 }
 
 func newRecordingUpstream(t *testing.T) *recordingUpstream {
 	u := &recordingUpstream{seen: map[string][]string{}}
-	u.upstream = &upstream{}
-	u.upstream.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	u.testUpstream = &testUpstream{}
+	u.testUpstream.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.Copy(io.Discard, r.Body)
 		u.mu.Lock()
 		id := r.Header.Get("X-Op")
@@ -166,7 +169,7 @@ func newRecordingUpstream(t *testing.T) *recordingUpstream {
 		u.mu.Unlock()
 		w.WriteHeader(http.StatusCreated)
 	}))
-	t.Cleanup(u.upstream.srv.Close)
+	t.Cleanup(u.testUpstream.srv.Close)
 	return u
 }
 
@@ -239,7 +242,7 @@ func TestLinearizableAcrossReplicas(t *testing.T) {
 			up := newRecordingUpstream(t)
 			var replicas []*gw
 			for _, f := range tc.replicas(t) {
-				replicas = append(replicas, newGateway(t, f(t), up.upstream, nil))
+				replicas = append(replicas, newGateway(t, f(t), up.testUpstream, nil))
 			}
 			h := runClients(t, replicas, up, 6, 60, nil)
 			check(t, h, up)
@@ -258,7 +261,7 @@ func TestLinearizableUnderMemberLoss(t *testing.T) {
 	up := newRecordingUpstream(t)
 	var replicas []*gw
 	for _, ep := range c.Endpoints() {
-		replicas = append(replicas, newGateway(t, etcdFactory([]string{ep}, prefix)(t), up.upstream, nil))
+		replicas = append(replicas, newGateway(t, etcdFactory([]string{ep}, prefix)(t), up.testUpstream, nil))
 	}
 	h := runClients(t, replicas, up, 6, 60, func(i int) {
 		switch i {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fencegw/fencegw/gateway/problem"
+
 	"github.com/fencegw/fencegw/gateway"
 )
 
@@ -30,8 +32,8 @@ func refusedAsBadName(t *testing.T, where string, a answer) {
 		t.Fatalf("%s: %d %s, want 400", where, a.status, a.body)
 	}
 	p := a.problem(t)
-	if typ := p["type"]; typ != gateway.TypeBadResource && typ != gateway.TypeBadRequest && typ != gateway.TypeBadPath {
-		t.Fatalf("%s: problem type %v, want %s", where, typ, gateway.TypeBadResource)
+	if typ := p["type"]; typ != problem.TypeBadResource && typ != problem.TypeBadRequest && typ != problem.TypeBadPath {
+		t.Fatalf("%s: problem type %v, want %s", where, typ, problem.TypeBadResource)
 	}
 }
 

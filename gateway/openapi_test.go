@@ -2,7 +2,6 @@ package gateway_test
 
 import (
 	"fmt"
-	"github.com/fencegw/fencegw/wire"
 	"net/http"
 	"reflect"
 	"slices"
@@ -10,10 +9,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fencegw/fencegw/gateway/control"
+	"github.com/fencegw/fencegw/gateway/problem"
+
+	"github.com/fencegw/fencegw/wire"
+
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/go-chi/chi/v5"
-
-	"github.com/fencegw/fencegw/gateway"
 )
 
 // specOperations lists "METHOD path" for every operation of the spec's
@@ -40,7 +42,7 @@ func TestControlAPIMatchesSpec(t *testing.T) {
 		t.Fatal(err)
 	}
 	var served []string
-	h := gateway.NewControlRouter(gateway.ControlOptions{Metrics: http.NotFoundHandler(), Pprof: true})
+	h := control.NewControlRouter(control.ControlOptions{Metrics: http.NotFoundHandler(), Pprof: true})
 	err = chi.Walk(h, func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
 		served = append(served, method+" "+route)
 		return nil
@@ -97,7 +99,7 @@ func TestProxyPathItem(t *testing.T) {
 				continue
 			}
 			r := op.Responses.Value(code).Value
-			if r.Content.Get(gateway.ProblemContentType) == nil || len(r.Content) != 1 {
+			if r.Content.Get(wire.ProblemContentType) == nil || len(r.Content) != 1 {
 				t.Errorf("%s %s %s: the proxy's own answers are problem documents only", m, proxiedPath, code)
 			}
 		}
@@ -112,7 +114,7 @@ func TestProxyPathItem(t *testing.T) {
 func problemTypes(t *testing.T) map[string]int {
 	t.Helper()
 	types := map[string]int{}
-	for _, k := range gateway.ProblemKinds() {
+	for _, k := range problem.ProblemKinds() {
 		if _, dup := types[k.Type]; dup {
 			t.Errorf("the catalogue lists %s twice", k.Type)
 		}
@@ -206,13 +208,13 @@ func TestBodiesMatchSpec(t *testing.T) {
 		t.Fatal(err)
 	}
 	for schema, v := range map[string]any{
-		"Problem":      gateway.Problem{},
-		"Lease":        gateway.LeaseState{},
-		"Fence":        gateway.FenceState{},
-		"Rejection":    gateway.Rejection{},
-		"Rejections":   gateway.Rejections{},
-		"LeaseRecord":  gateway.LeaseRecord{},
-		"LeaseHistory": gateway.LeaseHistory{},
+		"Problem":      wire.Problem{},
+		"Lease":        wire.LeaseState{},
+		"Fence":        wire.FenceState{},
+		"Rejection":    wire.Rejection{},
+		"Rejections":   wire.Rejections{},
+		"LeaseRecord":  wire.LeaseRecord{},
+		"LeaseHistory": wire.LeaseHistory{},
 	} {
 		s := doc.Components.Schemas[schema]
 		if s == nil {

@@ -10,16 +10,18 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/fencegw/fencegw/gateway"
+	"github.com/fencegw/fencegw/gateway/control"
+	"github.com/fencegw/fencegw/gateway/problem"
+
 	"github.com/fencegw/fencegw/policy"
 )
 
 // ownershipKeys are two keys allowed the same leases and an admin key.
-func ownershipKeys() gateway.APIKeys {
-	key := func(name, secret string, admin bool, leases ...string) gateway.APIKey {
-		return gateway.APIKey{Name: name, Hash: sha256.Sum256([]byte(secret)), Leases: leases, Admin: admin}
+func ownershipKeys() control.APIKeys {
+	key := func(name, secret string, admin bool, leases ...string) control.APIKey {
+		return control.APIKey{Name: name, Hash: sha256.Sum256([]byte(secret)), Leases: leases, Admin: admin}
 	}
-	return gateway.APIKeys{
+	return control.APIKeys{
 		key("key-one", "secret-one", false, "invoice-*"),
 		key("key-two", "secret-two", false, "invoice-*"),
 		key("ops", "secret-ops", true),
@@ -62,7 +64,7 @@ func TestLeaseOwnership(t *testing.T) {
 					t.Fatalf("got %d %s, want 403 lease-owned", a.status, a.body)
 				}
 				p := a.problem(t)
-				if p["type"] != gateway.TypeLeaseOwned || p["owner"] != owner || p["lease"] != name || p["token"] != nil {
+				if p["type"] != problem.TypeLeaseOwned || p["owner"] != owner || p["lease"] != name || p["token"] != nil {
 					t.Fatalf("403 problem = %v, want lease-owned by %q", p, owner)
 				}
 				if bytes.Contains(a.body, []byte(`"token`)) || a.header.Get("Retry-After") != "" {
@@ -84,11 +86,11 @@ func TestLeaseOwnership(t *testing.T) {
 			owned(t, g2.keyCall(t, "secret-two", name, "release", held(int64(one.Epoch))), "key-one")
 			owned(t, g2.keyCall(t, "secret-two", name, "acquire", acquire("node-a")), "key-one")
 			if a := g2.keyCall(t, "secret-two", name, "acquire", acquire("node-b")); a.status != http.StatusConflict ||
-				a.problem(t)["type"] != gateway.TypeLeaseHeld {
+				a.problem(t)["type"] != problem.TypeLeaseHeld {
 				t.Fatalf("key two's acquire for another holder = %d %s, want 409 lease-held", a.status, a.body)
 			}
 			if a := g2.keyCall(t, "secret-two", name, "renew", held(int64(one.Epoch)+1)); a.status != http.StatusConflict ||
-				a.problem(t)["type"] != gateway.TypeLeaseLost {
+				a.problem(t)["type"] != problem.TypeLeaseLost {
 				t.Fatalf("key two's renew of another epoch = %d %s, want 409 lease-lost", a.status, a.body)
 			}
 			// Key one, on either replica, renews as often as it likes.
@@ -167,7 +169,7 @@ func TestEpochExhaustedAnswers(t *testing.T) {
 						a.header.Get("Retry-After"), a.body)
 				}
 				p := a.problem(t)
-				if p["type"] != gateway.TypeEpochExhausted || p["lease"] != "invoice-spent" || bytes.Contains(a.body, []byte(`"token`)) {
+				if p["type"] != problem.TypeEpochExhausted || p["lease"] != "invoice-spent" || bytes.Contains(a.body, []byte(`"token`)) {
 					t.Fatalf("409 problem = %s", a.body)
 				}
 				var exact struct {

@@ -2,16 +2,18 @@ package gateway
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httputil"
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/fencegw/fencegw/gateway/observe"
+	"github.com/fencegw/fencegw/gateway/reqctx"
+	"github.com/fencegw/fencegw/gateway/upstream"
 )
 
 // routeTransport sends each request through its route's own transport when
@@ -20,24 +22,24 @@ type routeTransport struct{ def http.RoundTripper }
 
 func (t routeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	next := t.def
-	ex, _ := exchangeFrom(req.Context())
-	if ex != nil && ex.route != nil && ex.route.Transport != nil {
-		next = ex.route.Transport
+	ex, _ := reqctx.ExchangeFrom(req.Context())
+	if ex != nil && ex.Route != nil && ex.Route.Transport != nil {
+		next = ex.Route.Transport
 	}
 	if ex != nil {
-		ex.forwarding = true
+		ex.Forwarding = true
 	}
 	var resp *http.Response
 	var err error
-	if _, ok := next.(*Transport); ok {
+	if _, ok := next.(*upstream.Transport); ok {
 		resp, err = next.RoundTrip(req) // cuts at the delivery deadline itself
 	} else {
-		resp, err = roundTripBefore(next, req)
+		resp, err = upstream.RoundTripBefore(next, req)
 	}
 	if ex != nil {
-		ex.answered = err == nil
-		if errors.Is(err, errNothingSent) {
-			ex.forwarding = false
+		ex.Answered = err == nil
+		if errors.Is(err, upstream.ErrNothingSent) {
+			ex.Forwarding = false
 		}
 	}
 	return resp, err
@@ -48,14 +50,14 @@ func (t routeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // the client's fencing headers, the routing headers the fence did not check
 // (tokens.StrippedHeaders) and request trailers, and tells the upstream the
 // admitted epoch and resource. Its failed exchanges are logged through
-// refusals (see proxyErrorHandler), the proxy's own complaints (a body cut
+// refusals (see upstream.ErrorHandler), the proxy's own complaints (a body cut
 // mid-copy) as structured lines of log.
-func NewProxy(transport http.RoundTripper, log *slog.Logger, obs *Observer, refusals *RefusalLog) *httputil.ReverseProxy {
+func NewProxy(transport http.RoundTripper, log *slog.Logger, obs *observe.Observer, refusals *observe.RefusalLog) *httputil.ReverseProxy {
 	return &httputil.ReverseProxy{
 		Rewrite:      rewrite,
 		Transport:    transport,
 		BufferPool:   newBufferPool(),
-		ErrorHandler: proxyErrorHandler(log, obs, refusals),
+		ErrorHandler: upstream.ErrorHandler(log, obs, refusals),
 		ErrorLog:     slog.NewLogLogger(log.With(slog.String("component", "reverse_proxy")).Handler(), slog.LevelWarn),
 		// Flush streamed responses (no Content-Length) as they arrive.
 		FlushInterval: -1,
@@ -63,8 +65,8 @@ func NewProxy(transport http.RoundTripper, log *slog.Logger, obs *Observer, refu
 }
 
 func rewrite(pr *httputil.ProxyRequest) {
-	ex, _ := exchangeFrom(pr.In.Context()) // MatchRoute started it
-	rt := ex.route
+	ex, _ := reqctx.ExchangeFrom(pr.In.Context()) // MatchRoute started it
+	rt := ex.Route
 	// The upstream gets the very path the route matched and the fence
 	// read, re-encoded canonically: MatchRoute refused the escapes (%2F,
 	// %5C, %2E) that would decode differently.
@@ -82,15 +84,15 @@ func rewrite(pr *httputil.ProxyRequest) {
 			delete(h, name)
 		}
 	}
-	if ex.admitted {
-		h[EpochHeader] = []string{strconv.FormatInt(ex.admission.Epoch, 10)}
-		h[ResourceHeader] = []string{ex.admission.Resource}
+	if ex.Admitted {
+		h[EpochHeader] = []string{strconv.FormatInt(ex.Admission.Epoch, 10)}
+		h[ResourceHeader] = []string{ex.Admission.Resource}
 	}
-	if ex.body != nil {
+	if ex.Body != nil {
 		// ReverseProxy hides the body behind a wrapper net/http cannot
 		// see through; an in-memory reader lets it send head and body in
 		// one write.
-		pr.Out.Body = io.NopCloser(bytes.NewReader(ex.body))
+		pr.Out.Body = io.NopCloser(bytes.NewReader(ex.Body))
 	}
 }
 
@@ -103,70 +105,6 @@ func isFencingHeader(name string) bool {
 	}
 	n := strings.ReplaceAll(name, "_", "-")
 	return strings.EqualFold(n, TokenHeader) || strings.EqualFold(n, EpochHeader) || strings.EqualFold(n, ResourceHeader)
-}
-
-// StatusClientClosedRequest is logged when the client went away before the
-// upstream answered (nginx's 499); nobody receives it.
-const StatusClientClosedRequest = 499
-
-// proxyErrorHandler answers an exchange the reverse proxy could not
-// complete, and logs it with the request's context (its trace) and route:
-// a client that went away and an upstream that failed through refusals,
-// so that an upstream outage is a few lines a second.
-func proxyErrorHandler(log *slog.Logger, obs *Observer, refusals *RefusalLog) func(http.ResponseWriter, *http.Request, error) {
-	return func(w http.ResponseWriter, r *http.Request, err error) {
-		rt, _ := RouteFrom(r.Context())
-		if fe := bodyViolation(r.Context()); fe != nil {
-			// The body broke framing after its head was forwarded: the
-			// upstream's connection was cut before the request was whole.
-			log.LogAttrs(r.Context(), slog.LevelWarn, "request framing violated mid-body", slog.String("route", rt.Name), slog.String("remote", r.RemoteAddr),
-				slog.Int("status", fe.Status), slog.String("error", fe.Detail))
-			writeFramingProblem(w, r, fe)
-			return
-		}
-		if a, ok := AdmissionFrom(r.Context()); ok && errors.Is(err, errDeliveryCut) {
-			log.LogAttrs(r.Context(), slog.LevelWarn, "write cut: its lease ran out before it was delivered whole",
-				slog.String("route", rt.Name), slog.String("resource", a.Resource), slog.Int64("epoch", a.Epoch),
-				slog.String("error", err.Error()))
-			writeLapsed(w, r, a, !errors.Is(err, errNothingSent), obs)
-			return
-		}
-		if errors.Is(err, context.Canceled) && errors.Is(r.Context().Err(), context.Canceled) {
-			if refusals.allow(rt.Name, "client-closed", StatusClientClosedRequest) {
-				log.LogAttrs(r.Context(), slog.LevelInfo, "client went away", slog.String("route", rt.Name),
-					slog.Int("status", StatusClientClosedRequest))
-			}
-			w.WriteHeader(StatusClientClosedRequest)
-			return
-		}
-		cause := err
-		var tooLarge *http.MaxBytesError
-		switch {
-		case errors.As(err, &tooLarge):
-		case isTimeout(err):
-			err = refuseCause(KindUpstreamSlow, "the upstream did not answer in time; the write may or may not have taken effect", err)
-		default:
-			err = refuseCause(KindUpstream, "the upstream could not be reached or broke the connection", err)
-		}
-		p := problemOf(err)
-		p.Route = rt.Name
-		if a, ok := AdmissionFrom(r.Context()); ok {
-			p.Resource, p.PresentedEpoch = a.Resource, epochPtr(a.Epoch)
-		}
-		if refusals.allow(rt.Name, problemDecision(&p), p.Status) {
-			log.LogAttrs(r.Context(), slog.LevelWarn, "upstream failed", slog.String("route", rt.Name),
-				slog.Int("status", p.Status), slog.String("error", cause.Error()))
-		}
-		writeProblem(w, r, p)
-	}
-}
-
-func isTimeout(err error) bool {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return true
-	}
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // bufferPool recycles the proxy's 32 KiB copy buffers.

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegw/fencegw/gateway/control"
+
 	"github.com/fencegw/fencegw/config"
 	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/server"
@@ -133,10 +135,10 @@ func TestTricklingBodyIsCut(t *testing.T) {
 // TestAPIKeys: with keys, lease calls need a key allowed for the lease and
 // fence reads an admin key; health, readiness and JWKS stay open.
 func TestAPIKeys(t *testing.T) {
-	key := func(name, secret string, admin bool, leases ...string) gateway.APIKey {
-		return gateway.APIKey{Name: name, Hash: sha256.Sum256([]byte(secret)), Leases: leases, Admin: admin}
+	key := func(name, secret string, admin bool, leases ...string) control.APIKey {
+		return control.APIKey{Name: name, Hash: sha256.Sum256([]byte(secret)), Leases: leases, Admin: admin}
 	}
-	g := newGatewayWith(t, boltFresh(t)(t), newUpstream(t), gatewayOptions{keys: gateway.APIKeys{
+	g := newGatewayWith(t, boltFresh(t)(t), newUpstream(t), gatewayOptions{keys: control.APIKeys{
 		key("sweeper", "s3cret-sweeper", false, "invoice-*"),
 		key("ops", "s3cret-ops", true),
 	}})

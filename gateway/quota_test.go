@@ -7,7 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencegw/fencegw/gateway"
+	"github.com/fencegw/fencegw/gateway/control"
+	"github.com/fencegw/fencegw/gateway/problem"
 )
 
 // TestLeaseQuotaPerKey: a key with max_leases 2 gets its third live lease
@@ -15,7 +16,7 @@ import (
 // own live leases is not a new one; a release frees a slot; another key is
 // not counted against it.
 func TestLeaseQuotaPerKey(t *testing.T) {
-	g := newGatewayWith(t, boltFresh(t)(t), newUpstream(t), gatewayOptions{keys: gateway.APIKeys{
+	g := newGatewayWith(t, boltFresh(t)(t), newUpstream(t), gatewayOptions{keys: control.APIKeys{
 		{Name: "team-a", Hash: sha256.Sum256([]byte("key-a")), Leases: []string{"team-a-*"}, MaxLeases: 2},
 		{Name: "team-b", Hash: sha256.Sum256([]byte("key-b")), Leases: []string{"team-b-*"}},
 	}})
@@ -65,8 +66,8 @@ func mustBeQuota(t *testing.T, r answer) {
 	if r.status != 429 {
 		t.Fatalf("acquire beyond the cap: %d %s, want 429", r.status, r.body)
 	}
-	if p := r.problem(t); p["type"] != gateway.TypeLeaseQuota {
-		t.Fatalf("problem type %v, want %s", p["type"], gateway.TypeLeaseQuota)
+	if p := r.problem(t); p["type"] != problem.TypeLeaseQuota {
+		t.Fatalf("problem type %v, want %s", p["type"], problem.TypeLeaseQuota)
 	}
 	if r.header.Get("Retry-After") == "" {
 		t.Fatal("429 without Retry-After")
@@ -127,7 +128,7 @@ func TestLeaseQuotaAcrossReplicas(t *testing.T) {
 					t.Fatalf("acquire through replica %d: %d %s", i+1, r.status, r.body)
 				}
 			}
-			time.Sleep(gateway.DefaultQuotaPeriod + 100*time.Millisecond)
+			time.Sleep(control.DefaultQuotaPeriod + 100*time.Millisecond)
 			mustBeQuota(t, acquire(r1, "x-2"))
 			mustBeQuota(t, acquire(r2, "x-2"))
 		})

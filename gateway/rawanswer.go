@@ -4,13 +4,10 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/fencegw/fencegw/gateway/problem"
+
 	"github.com/fencegw/fencegw/tokens"
 )
-
-// TypeRawOnLeased (403): a raw epoch for a resource this gateway leases, on
-// a route that does not allow it; the detail names a signed route to use
-// when one serves the resource.
-const TypeRawOnLeased = "urn:fencegw:problem:raw-on-leased"
 
 // rawAnswer is the problem p as a caller that presented no signed token
 // (a raw epoch, or none) on a route taking raw epochs may see it. Such a
@@ -21,16 +18,16 @@ const TypeRawOnLeased = "urn:fencegw:problem:raw-on-leased"
 // release: that names no other epoch). A refusal of a leased resource
 // names the signed route to write through, when one of routes serves the
 // resource. err is the refusal p was made from.
-func rawAnswer(p Problem, err error, r *http.Request, routes *Routes) Problem {
+func rawAnswer(p problem.Problem, err error, r *http.Request, routes *Routes) problem.Problem {
 	p.CurrentEpoch = nil
 	switch p.Type {
-	case TypeStaleEpoch:
+	case problem.TypeStaleEpoch:
 		if stale, ok := errors.AsType[*tokens.StaleEpochError](err); !ok || stale.Reason == "" {
 			p.Detail = "the epoch is below the resource's current epoch"
 		}
-	case TypeEpochNotIssued:
+	case problem.TypeEpochNotIssued:
 		p.Detail = "the epoch is above the highest epoch issued for the resource"
-	case TypeRawOnLeased:
+	case problem.TypeRawOnLeased:
 		p.Detail = (&tokens.RawOnLeasedError{Resource: p.Resource}).Error()
 		if routes == nil {
 			break

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegw/fencegw/gateway/observe"
+
 	"github.com/fencegw/fencegw/config"
 	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/server"
@@ -72,8 +74,8 @@ func assertLogBounded(t *testing.T, h *countingHandler, full string, n int, took
 	if int64(fullLines)+counted != int64(n) {
 		t.Fatalf("%d full lines and counts of %d account for %d of %d refusals", fullLines, counted, int64(fullLines)+counted, n)
 	}
-	intervals := int(took/gateway.RefusalLogInterval) + 2
-	maxFull := gateway.DefaultRefusalLinesPerSecond * intervals
+	intervals := int(took/observe.RefusalLogInterval) + 2
+	maxFull := observe.DefaultRefusalLinesPerSecond * intervals
 	maxCounts := (kinds + 1) * intervals
 	t.Logf("%d refusals in %v: %d full lines (at most %d), %d count lines (at most %d)", n, took, fullLines, maxFull, countLines, maxCounts)
 	if fullLines > maxFull || countLines > maxCounts {

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegw/fencegw/wire"
+
 	"github.com/fencegw/fencegw/config"
 	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/server"
@@ -104,7 +106,7 @@ func TestRefusalStormLogsAFewLines(t *testing.T) {
 	if rec.Code != http.StatusOK {
 		t.Fatalf("GET /v1/audit/rejections: %d %s", rec.Code, rec.Body)
 	}
-	var list gateway.Rejections
+	var list wire.Rejections
 	if err := json.Unmarshal(rec.Body.Bytes(), &list); err != nil {
 		t.Fatal(err)
 	}

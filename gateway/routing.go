@@ -5,6 +5,9 @@ import (
 	"net/http"
 	"sync/atomic"
 
+	"github.com/fencegw/fencegw/gateway/problem"
+	"github.com/fencegw/fencegw/gateway/reqctx"
+
 	"github.com/fencegw/fencegw/policy"
 )
 
@@ -41,7 +44,7 @@ func MatchRoute(routes *Routes) func(http.Handler) http.Handler {
 				err = policy.CheckMethodOverride(r)
 			}
 			if err != nil {
-				writeError(w, r, err)
+				problem.WriteError(w, r, err)
 				return
 			}
 			err = policy.CheckPath(r.URL.Path)
@@ -55,15 +58,15 @@ func MatchRoute(routes *Routes) func(http.Handler) http.Handler {
 				err = policy.CheckEscapedPath(r.URL.EscapedPath())
 			}
 			if err != nil {
-				writeError(w, r, err)
+				problem.WriteError(w, r, err)
 				return
 			}
 			rt := routes.Table().Match(r)
 			if rt == nil {
-				writeError(w, r, refuse(KindNoRoute, fmt.Sprintf("no route for host %q and path %q", r.Host, r.URL.Path)))
+				problem.WriteError(w, r, problem.Refuse(problem.KindNoRoute, fmt.Sprintf("no route for host %q and path %q", r.Host, r.URL.Path)))
 				return
 			}
-			next.ServeHTTP(w, r.WithContext(withRoute(r.Context(), rt)))
+			next.ServeHTTP(w, r.WithContext(reqctx.WithRoute(r.Context(), rt)))
 		})
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/fencegw/fencegw/gateway/upstream"
+
 	"github.com/fencegw/fencegw/config"
 	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/server"
@@ -31,7 +33,7 @@ func TestSmallBodiesLeaveInOneWrite(t *testing.T) {
 	up := newUpstream(t)
 	var writes atomic.Int64
 	var d net.Dialer
-	tr := gateway.NewTransport(gateway.TransportOptions{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+	tr := upstream.NewTransport(upstream.TransportOptions{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := d.DialContext(ctx, network, addr)
 		if err != nil {
 			return nil, err
@@ -46,7 +48,7 @@ func TestSmallBodiesLeaveInOneWrite(t *testing.T) {
 	for _, tc := range []struct {
 		size, writes int
 	}{
-		{40, 1}, {gateway.SmallBodyMax, 1}, {gateway.SmallBodyMax + 1, 2}, {64 << 10, 2},
+		{40, 1}, {upstream.SmallBodyMax, 1}, {upstream.SmallBodyMax + 1, 2}, {64 << 10, 2},
 	} {
 		writes.Store(0)
 		body := strings.Repeat("x", tc.size)

@@ -10,20 +10,20 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencegw/fencegw/gateway"
+	"github.com/fencegw/fencegw/gateway/control"
 )
 
 // TestMetricsNeedAKey: with api_keys, /metrics needs a key (any key) unless
 // telemetry.metrics_public says it is open; without keys it is open.
 func TestMetricsNeedAKey(t *testing.T) {
 	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "fencegw_up 1\n") })
-	keys := gateway.APIKeys{
+	keys := control.APIKeys{
 		{Name: "sweeper", Hash: sha256.Sum256([]byte("s3cret-sweeper")), Leases: []string{"invoice-*"}},
 		{Name: "ops", Hash: sha256.Sum256([]byte("s3cret-ops")), Admin: true},
 	}
 	for _, c := range []struct {
 		name   string
-		keys   gateway.APIKeys
+		keys   control.APIKeys
 		public bool
 		key    string
 		status int
@@ -36,7 +36,7 @@ func TestMetricsNeedAKey(t *testing.T) {
 		{"no keys", nil, false, "", 200},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			api := httptest.NewServer(gateway.NewControlAPI(gateway.ControlOptions{Metrics: metrics, Keys: c.keys, MetricsPublic: c.public}))
+			api := httptest.NewServer(control.NewControlAPI(control.ControlOptions{Metrics: metrics, Keys: c.keys, MetricsPublic: c.public}))
 			t.Cleanup(api.Close)
 			header := map[string]string{}
 			if c.key != "" {

@@ -16,13 +16,13 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/fencegw/fencegw/wire"
+
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 	"golang.org/x/text/unicode/norm"
-
-	"github.com/fencegw/fencegw/gateway"
 )
 
 // specPath is the contract every test gateway's traffic is checked against.
@@ -199,7 +199,7 @@ func (c *specChecker) Proxy(test string, h http.Handler) http.Handler {
 
 func isProblem(h http.Header) bool {
 	mt, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
-	return mt == gateway.ProblemContentType
+	return mt == wire.ProblemContentType
 }
 
 // An event stream's body is validated as the string openapi.yaml says it
@@ -406,7 +406,7 @@ func TestSpecCheckerCatchesViolations(t *testing.T) {
 			for i := 0; i+1 < len(header); i += 2 {
 				w.Header().Set(header[i], header[i+1])
 			}
-			w.Header().Set("Content-Type", gateway.ProblemContentType)
+			w.Header().Set("Content-Type", wire.ProblemContentType)
 			w.WriteHeader(status)
 			io.WriteString(w, body)
 		}

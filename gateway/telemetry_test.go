@@ -12,6 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegw/fencegw/gateway/observe"
+
+	"github.com/fencegw/fencegw/wire"
+
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -166,7 +170,7 @@ func TestDecisionsOnSpans(t *testing.T) {
 		}
 		var stale bool
 		for _, e := range s.Events() {
-			stale = stale || e.Name == gateway.EventStaleWriteRejected
+			stale = stale || e.Name == observe.EventStaleWriteRejected
 		}
 		if stale != (c.decision == "stale") {
 			t.Errorf("%s: stale event present = %v", c.name, stale)
@@ -202,13 +206,13 @@ func TestDecisionsOnSpans(t *testing.T) {
 
 	// The audit lists every refusal, with its trace, once written.
 	g.flushAudit(t)
-	var list gateway.Rejections
+	var list wire.Rejections
 	if err := json.Unmarshal(do(t, "GET", g.api.URL+"/v1/audit/rejections?limit=100", nil, "").body, &list); err != nil {
 		t.Fatal(err)
 	}
 	decisions := map[tokens.Decision]int64{}
 	for _, rej := range list.Rejections {
-		decisions[rej.Decision] += rej.Count
+		decisions[tokens.Decision(rej.Decision)] += rej.Count
 	}
 	if len(list.Rejections) != len(cases)-1 || decisions["stale"] != 1 || decisions["unavailable"] != 1 || decisions["forbidden"] != 2 {
 		t.Fatalf("audit = %+v", list.Rejections)
@@ -224,7 +228,7 @@ func TestDecisionsOnSpans(t *testing.T) {
 	if !found {
 		t.Fatalf("audit lacks the stale write of trace %s: %+v", staleTrace, list.Rejections)
 	}
-	var only gateway.Rejections
+	var only wire.Rejections
 	json.Unmarshal(do(t, "GET", g.api.URL+"/v1/audit/rejections?resource=elsewhere", nil, "").body, &only)
 	if len(only.Rejections) != 1 {
 		t.Fatalf("audit filtered by resource = %+v", only.Rejections)

@@ -16,10 +16,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegw/fencegw/gateway/ui"
+
+	"github.com/fencegw/fencegw/wire"
+
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
-	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/internal/testutil/testbrowser"
 )
 
@@ -463,7 +466,7 @@ func newAuditFixture(t *testing.T, adminKey string) *auditFixture {
 		"expires_at": fixtureStamp(now.Add(8 * time.Second))}
 
 	mux := http.NewServeMux()
-	mux.Handle("/ui/", gateway.NewUI(fixtureTraceURL))
+	mux.Handle("/ui/", ui.NewUI(fixtureTraceURL))
 	mux.HandleFunc("GET /v1/audit/leases", func(w http.ResponseWriter, r *http.Request) {
 		if f.authorize(w, r) {
 			writeFixtureJSON(w, map[string]any{"events": f.list(&f.events, "name", r.URL.Query().Get("name"))})
@@ -553,7 +556,7 @@ func writeFixtureJSON(w http.ResponseWriter, v any) {
 }
 
 func fixtureProblem(w http.ResponseWriter, status int) {
-	w.Header().Set("Content-Type", gateway.ProblemContentType)
+	w.Header().Set("Content-Type", wire.ProblemContentType)
 	w.WriteHeader(status)
 	json.NewEncoder(w).Encode(map[string]any{"status": status, "title": http.StatusText(status), "detail": "fixture"})
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegw/fencegw/wire"
+
 	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/internal/testutil/testbrowser"
 )
@@ -37,7 +39,7 @@ func TestUITimelineOfAGateway(t *testing.T) {
 				t.Fatalf("renew: %d %s", r.status, r.body)
 			}
 			a.awaitLapse(t, "invoice-sweeper")
-			var second gateway.LeaseState
+			var second wire.LeaseState
 			for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 				r := bee.acquire(t, "invoice-sweeper", "node-b", 60)
 				if r.status == http.StatusOK {

@@ -8,14 +8,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fencegw/fencegw/gateway"
+	"github.com/fencegw/fencegw/gateway/ui"
+
+	"github.com/fencegw/fencegw/wire"
 )
 
 // TestUIServesItsAssets checks every asset's media type and headers, the
 // trace URL template in config.json, and 404 for anything else.
 func TestUIServesItsAssets(t *testing.T) {
 	const traceURL = "https://tracing.example/trace/{trace_id}"
-	h := gateway.NewUI(traceURL)
+	h := ui.NewUI(traceURL)
 	for _, c := range []struct{ path, contentType, contains string }{
 		{"/ui/", "text/html; charset=utf-8", `<script src="app.js" defer></script>`},
 		{"/ui/app.js", "text/javascript; charset=utf-8", "function grantsOf("},
@@ -57,7 +59,7 @@ func TestUIServesItsAssets(t *testing.T) {
 // ids shown as text).
 func TestUIConfigWithoutTraceURL(t *testing.T) {
 	rec := httptest.NewRecorder()
-	gateway.NewUI("").ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/ui/config.json", nil))
+	ui.NewUI("").ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/ui/config.json", nil))
 	var cfg map[string]any
 	if err := json.Unmarshal(rec.Body.Bytes(), &cfg); err != nil {
 		t.Fatalf("config.json: %v: %s", err, rec.Body)
@@ -69,14 +71,14 @@ func TestUIConfigWithoutTraceURL(t *testing.T) {
 
 // TestUIRefusesOtherPathsAndMethods: only the four assets exist, read-only.
 func TestUIRefusesOtherPathsAndMethods(t *testing.T) {
-	h := gateway.NewUI("")
+	h := ui.NewUI("")
 	for _, p := range []string{"/ui/index.html", "/ui/ui/app.js", "/ui/../ui/app.js", "/ui/app.js/", "/ui/APP.JS", "/ui/missing.png", "/ui", "/app.js", "/ui/.."} {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://gw"+p, nil))
 		if rec.Code != http.StatusNotFound {
 			t.Errorf("GET %s: status %d, want 404", p, rec.Code)
 		}
-		if ct := rec.Header().Get("Content-Type"); ct != gateway.ProblemContentType {
+		if ct := rec.Header().Get("Content-Type"); ct != wire.ProblemContentType {
 			t.Errorf("GET %s: Content-Type %q, want a problem document", p, ct)
 		}
 	}
@@ -92,7 +94,7 @@ func TestUIRefusesOtherPathsAndMethods(t *testing.T) {
 // TestUIAssetsLoadNothingFromElsewhere: no absolute URL to another origin,
 // no inline script or style (the CSP would block them), no HTML from data.
 func TestUIAssetsLoadNothingFromElsewhere(t *testing.T) {
-	h := gateway.NewUI("")
+	h := ui.NewUI("")
 	for _, p := range []string{"/ui/", "/ui/app.js", "/ui/style.css"} {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, p, nil))

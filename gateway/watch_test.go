@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencegw/fencegw/gateway"
+	"github.com/fencegw/fencegw/gateway/control"
+
+	"github.com/fencegw/fencegw/wire"
 )
 
 // sse is a lease watch stream as a client reads it.
@@ -21,7 +23,7 @@ type sse struct {
 
 type sseEvent struct {
 	id, kind string
-	data     gateway.LeaseEvent
+	data     wire.LeaseEvent
 	comment  bool
 }
 
@@ -110,22 +112,22 @@ func TestLeaseWatch(t *testing.T) {
 				}
 				return ev
 			}
-			expect(gateway.EventAcquired, int64(a.Epoch))
+			expect(control.EventAcquired, int64(a.Epoch))
 			leaseOf(t, actor.renewLease(t, "job", "node-a", int64(a.Epoch)))
-			expect(gateway.EventRenewed, int64(a.Epoch))
+			expect(control.EventRenewed, int64(a.Epoch))
 			if r := actor.releaseLease(t, "job", "node-a", int64(a.Epoch)); r.status != http.StatusNoContent {
 				t.Fatalf("release = %d", r.status)
 			}
-			expect(gateway.EventReleased, int64(a.Epoch))
+			expect(control.EventReleased, int64(a.Epoch))
 			b2 := leaseOf(t, actor.leaseCall(t, "job", "acquire", `{"holder":"node-b","ttl_seconds":2,"lock_delay_seconds":1}`, nil))
-			expect(gateway.EventAcquired, int64(b2.Epoch))
-			exp := expect(gateway.EventExpired, int64(b2.Epoch))
+			expect(control.EventAcquired, int64(b2.Epoch))
+			exp := expect(control.EventExpired, int64(b2.Epoch))
 			if late := exp.data.At.Sub(b2.ExpiresAt); late > 3*time.Second {
 				t.Fatalf("expired %s after the expiry", late)
 			} else {
 				t.Logf("expired seen %s after the expiry the grant named", late.Round(time.Millisecond))
 			}
-			ld := expect(gateway.EventLockDelay, int64(b2.Epoch))
+			ld := expect(control.EventLockDelay, int64(b2.Epoch))
 			if ld.data.LockDelayUntil == nil || ld.data.LockDelayUntil.Before(exp.data.ExpiresAt) {
 				t.Fatalf("lock_delay event = %+v", ld.data)
 			}
@@ -143,7 +145,7 @@ func TestLeaseWatch(t *testing.T) {
 			}
 			// A new watch starts with the current state.
 			fresh := watch(t, watcher, "job", "")
-			if ev := fresh.next(t); ev.kind != gateway.EventExpired || ev.data.Epoch != b2.Epoch {
+			if ev := fresh.next(t); ev.kind != control.EventExpired || ev.data.Epoch != b2.Epoch {
 				t.Fatalf("a new watch started with %+v", ev)
 			}
 		})
@@ -153,7 +155,7 @@ func TestLeaseWatch(t *testing.T) {
 // TestLeaseWatchNeedsAKey: with API keys, a watch needs a key allowed the
 // lease name, as the lease's other endpoints do.
 func TestLeaseWatchNeedsAKey(t *testing.T) {
-	keys := append(ownershipKeys(), gateway.APIKey{Name: "other", Hash: sha256.Sum256([]byte("secret-other")), Leases: []string{"payroll-*"}})
+	keys := append(ownershipKeys(), control.APIKey{Name: "other", Hash: sha256.Sum256([]byte("secret-other")), Leases: []string{"payroll-*"}})
 	g := newGatewayWith(t, boltFresh(t)(t), newUpstream(t), gatewayOptions{keys: keys})
 	for secret, want := range map[string]int{"": http.StatusUnauthorized, "secret-other": http.StatusForbidden} {
 		h := map[string]string{}
@@ -197,12 +199,12 @@ func TestLeaseWatchResumeBeyondLatest(t *testing.T) {
 					t.Fatalf("event = %+v, want %s at epoch %d", ev, kind, a.Epoch)
 				}
 			}
-			expect(first, gateway.EventAcquired)
+			expect(first, control.EventAcquired)
 			joined := watch(t, watcher, "job", beyond+".2")
-			expect(joined, gateway.EventAcquired)
+			expect(joined, control.EventAcquired)
 			leaseOf(t, actor.renewLease(t, "job", "node-a", int64(a.Epoch)))
-			expect(first, gateway.EventRenewed)
-			expect(joined, gateway.EventRenewed)
+			expect(first, control.EventRenewed)
+			expect(joined, control.EventRenewed)
 		})
 	}
 }

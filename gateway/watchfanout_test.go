@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencegw/fencegw/gateway"
+	"github.com/fencegw/fencegw/gateway/control"
+	"github.com/fencegw/fencegw/gateway/problem"
+
 	"github.com/fencegw/fencegw/tokens"
 )
 
@@ -95,16 +97,16 @@ func TestLeaseWatchEveryChange(t *testing.T) {
 			if r := actor.releaseLease(t, "quick", "node-a", int64(a.Epoch)); r.status != http.StatusNoContent {
 				t.Fatalf("release = %d", r.status)
 			}
-			g := expectEvent(t, w, gateway.EventAcquired, int64(a.Epoch), "")
-			r := expectEvent(t, w, gateway.EventRenewed, int64(a.Epoch), g.id)
-			rel := expectEvent(t, w, gateway.EventReleased, int64(a.Epoch), r.id)
+			g := expectEvent(t, w, control.EventAcquired, int64(a.Epoch), "")
+			r := expectEvent(t, w, control.EventRenewed, int64(a.Epoch), g.id)
+			rel := expectEvent(t, w, control.EventReleased, int64(a.Epoch), r.id)
 			w.cancel()
 
 			resumed := watch(t, watcher, "quick", g.id)
-			if ev := expectEvent(t, resumed, gateway.EventRenewed, int64(a.Epoch), g.id); ev.id != r.id {
+			if ev := expectEvent(t, resumed, control.EventRenewed, int64(a.Epoch), g.id); ev.id != r.id {
 				t.Fatalf("resumed renewal id %q, want %q", ev.id, r.id)
 			}
-			if ev := expectEvent(t, resumed, gateway.EventReleased, int64(a.Epoch), r.id); ev.id != rel.id {
+			if ev := expectEvent(t, resumed, control.EventReleased, int64(a.Epoch), r.id); ev.id != rel.id {
 				t.Fatalf("resumed release id %q, want %q", ev.id, rel.id)
 			}
 		})
@@ -131,9 +133,9 @@ func TestLeaseWatchCoalesced(t *testing.T) {
 				a := leaseOf(t, g.acquire(t, name, "node-a", float64(b.shortTTL())))
 				leaseOf(t, g.renewLease(t, name, "node-a", int64(a.Epoch)))
 				for _, w := range ws { // every watcher sees the grant, the renewal and the lapse
-					expectEvent(t, w, gateway.EventAcquired, int64(a.Epoch), "")
-					expectEvent(t, w, gateway.EventRenewed, int64(a.Epoch), "")
-					expectEvent(t, w, gateway.EventExpired, int64(a.Epoch), "")
+					expectEvent(t, w, control.EventAcquired, int64(a.Epoch), "")
+					expectEvent(t, w, control.EventRenewed, int64(a.Epoch), "")
+					expectEvent(t, w, control.EventExpired, int64(a.Epoch), "")
 				}
 			}
 			for _, name := range []string{"few", "many"} {
@@ -162,7 +164,7 @@ func TestLeaseWatchCap(t *testing.T) {
 	watch(t, g, "other", "")
 	r := do(t, http.MethodGet, g.api.URL+"/v1/leases/capped/watch", nil, "")
 	if r.status != http.StatusServiceUnavailable || r.header.Get("Retry-After") == "" ||
-		r.header.Get("Content-Type") != "application/problem+json" || !strings.Contains(string(r.body), gateway.TypeTooManyWatchers) {
+		r.header.Get("Content-Type") != "application/problem+json" || !strings.Contains(string(r.body), problem.TypeTooManyWatchers) {
 		t.Fatalf("a watch beyond the cap = %d %v %s", r.status, r.header, r.body)
 	}
 	first.cancel()

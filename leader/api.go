@@ -121,25 +121,22 @@ const (
 const maxAnswer = 1 << 20
 
 // leaseState is the body of the lease API's successful answers.
-type leaseState struct {
-	Name           string     `json:"name"`
-	Holder         string     `json:"holder"`
-	Epoch          wire.Epoch `json:"epoch"`
-	ExpiresAt      time.Time  `json:"expires_at"`
-	TTLSeconds     float64    `json:"ttl_seconds"`
-	Held           bool       `json:"held"`
-	Token          string     `json:"token"`
-	TokenExpiresAt *time.Time `json:"token_expires_at"`
-}
+type leaseState = wire.LeaseState
 
-// problem is the part of a problem+json body the client reads.
-type problem struct {
-	Type         string      `json:"type"`
-	Title        string      `json:"title"`
-	Detail       string      `json:"detail"`
-	Holder       string      `json:"holder"`
-	ExpiresAt    *time.Time  `json:"expires_at"`
-	CurrentEpoch *wire.Epoch `json:"current_epoch"`
+// problemMembers are the members of a problem+json body the client reads:
+// a body whose other members do not fit wire.Problem is read all the same.
+var problemMembers = map[string]bool{"type": true, "title": true, "detail": true, "holder": true,
+	"expires_at": true, "current_epoch": true}
+
+// readProblem reads a problem document into p, reporting whether the
+// members the client reads were read.
+func readProblem(data []byte, p *wire.Problem) bool {
+	err := json.Unmarshal(data, p)
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && !problemMembers[te.Field] {
+		return true
+	}
+	return err == nil
 }
 
 // api calls the lease endpoints for one lease and holder.
@@ -267,9 +264,9 @@ func (a *api) post(ctx context.Context, op string, body, out any) error {
 func (a *api) apiError(op string, resp *http.Response, data []byte) *APIError {
 	e := &APIError{Op: op, Lease: a.name, Status: resp.StatusCode,
 		RetryAfter: parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())}
-	var p problem
+	var p wire.Problem
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	if (mt == "application/problem+json" || mt == "application/json") && json.Unmarshal(data, &p) == nil {
+	if (mt == wire.ProblemContentType || mt == "application/json") && readProblem(data, &p) {
 		e.Type, e.Title, e.Detail, e.Holder = p.Type, p.Title, p.Detail, p.Holder
 		if p.ExpiresAt != nil {
 			e.ExpiresAt = *p.ExpiresAt

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencegw/fencegw/gateway"
+	"github.com/fencegw/fencegw/gateway/problem"
 	"github.com/fencegw/fencegw/leader"
 )
 
@@ -50,7 +50,7 @@ func TestSlowClockLeaderIsFenced(t *testing.T) {
 	}
 	before := len(g.receivedHeaders())
 	status, body := postTo(t, client, g.ProxyURL+"/email/send")
-	if status != http.StatusPreconditionFailed || !strings.Contains(body, `"type":"`+gateway.TypeStaleEpoch+`"`) {
+	if status != http.StatusPreconditionFailed || !strings.Contains(body, `"type":"`+problem.TypeStaleEpoch+`"`) {
 		t.Fatalf("the slow-clock leader's write after its lapse: %d %s, want the gateway's 412", status, body)
 	}
 	if got := len(g.receivedHeaders()); got != before {

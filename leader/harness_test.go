@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegw/fencegw/wire"
+
 	"go.uber.org/goleak"
 
 	"github.com/fencegw/fencegw/config"
@@ -133,7 +135,7 @@ func (g *testGateway) receivedHeaders() []http.Header {
 }
 
 // lease reads the lease's state through the control API.
-func (g *testGateway) lease(t *testing.T, name string) gateway.LeaseState {
+func (g *testGateway) lease(t *testing.T, name string) wire.LeaseState {
 	t.Helper()
 	resp, err := g.client.Get(g.ControlURL + "/v1/leases/" + url.PathEscape(name))
 	if err != nil {
@@ -144,7 +146,7 @@ func (g *testGateway) lease(t *testing.T, name string) gateway.LeaseState {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET lease %q: %d %s", name, resp.StatusCode, body)
 	}
-	var st gateway.LeaseState
+	var st wire.LeaseState
 	if err := json.Unmarshal(body, &st); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencegw/fencegw/gateway/problem"
+
 	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/leader"
 )
@@ -114,7 +116,7 @@ func TestUpstream412DoesNotEndTerm(t *testing.T) {
 		t.Fatalf("acquire by node-b: %d %s", code, body)
 	}
 	status, body := postTo(t, client, g.ProxyURL+"/email/send")
-	if status != http.StatusPreconditionFailed || !strings.Contains(body, `"type":"`+gateway.TypeStaleEpoch+`"`) ||
+	if status != http.StatusPreconditionFailed || !strings.Contains(body, `"type":"`+problem.TypeStaleEpoch+`"`) ||
 		!strings.Contains(body, `"current_epoch":"2"`) {
 		t.Fatalf("write at the fenced epoch: %d %s, want the gateway's whole stale-epoch problem", status, body)
 	}

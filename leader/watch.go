@@ -15,17 +15,14 @@ import (
 
 // The lease watch events (GET /v1/leases/{name}/watch) the Elector acts on.
 const (
-	eventAcquired = "acquired"
-	eventReleased = "released"
-	eventExpired  = "expired"
+	eventAcquired = wire.EventAcquired
+	eventRenewed  = wire.EventRenewed
+	eventReleased = wire.EventReleased
+	eventExpired  = wire.EventExpired
 )
 
 // leaseEvent is one event of the lease watch.
-type leaseEvent struct {
-	Event  string     `json:"event"`
-	Holder string     `json:"holder"`
-	Epoch  wire.Epoch `json:"epoch"`
-}
+type leaseEvent wire.LeaseEvent
 
 // free reports whether ev says the lease may be acquired now.
 func (ev leaseEvent) free() bool { return ev.Event == eventReleased || ev.Event == eventExpired }
@@ -33,7 +30,7 @@ func (ev leaseEvent) free() bool { return ev.Event == eventReleased || ev.Event 
 // ends reports whether ev ends a term at epoch: its grant was released or
 // lapsed, or a later one was made.
 func (ev leaseEvent) ends(epoch int64) bool {
-	return int64(ev.Epoch) > epoch || (int64(ev.Epoch) == epoch && ev.Event != eventAcquired && ev.Event != "renewed")
+	return int64(ev.Epoch) > epoch || (int64(ev.Epoch) == epoch && ev.Event != eventAcquired && ev.Event != eventRenewed)
 }
 
 // watch follows the lease's event stream, putting each event on out (the

@@ -4,8 +4,9 @@ import (
 	"net"
 	"net/netip"
 
+	"github.com/fencegw/fencegw/gateway/control"
+
 	"github.com/fencegw/fencegw/config"
-	"github.com/fencegw/fencegw/gateway"
 )
 
 // browserOptions are the control API's defences against web pages: the
@@ -15,12 +16,12 @@ import (
 // request arrived on, are accepted by the gateway itself, so a control API
 // listening on every address answers by each of the machine's addresses
 // but by no name it is not told of.
-func browserOptions(c config.Config) gateway.BrowserOptions {
+func browserOptions(c config.Config) control.BrowserOptions {
 	hosts := append([]string(nil), c.Control.AllowedHosts...)
 	if h, _, err := net.SplitHostPort(c.APIListen); err == nil && h != "" {
 		if ip, err := netip.ParseAddr(h); err != nil || !ip.IsUnspecified() {
 			hosts = append(hosts, h)
 		}
 	}
-	return gateway.BrowserOptions{AllowedHosts: hosts, AllowedOrigins: c.Control.AllowedOrigins}
+	return control.BrowserOptions{AllowedHosts: hosts, AllowedOrigins: c.Control.AllowedOrigins}
 }

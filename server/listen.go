@@ -10,8 +10,9 @@ import (
 	"net/http"
 	"reflect"
 
+	"github.com/fencegw/fencegw/gateway/guard"
+
 	"github.com/fencegw/fencegw/config"
-	"github.com/fencegw/fencegw/gateway"
 )
 
 // Listeners are the gateway's two bound sockets.
@@ -50,7 +51,7 @@ func (s *Server) Serve(ctx context.Context, ls Listeners, ready func(proxy, cont
 	c := s.cfg
 	proxy, api := s.httpServer(s.proxy), s.httpServer(s.control)
 	// The proxy refuses framing tricks before net/http reads a request.
-	proxy.ConnContext = gateway.ConnContext
+	proxy.ConnContext = guard.ConnContext
 	if err := s.limitConnections(&ls); err != nil {
 		return err
 	}
@@ -98,13 +99,13 @@ func (s *Server) Serve(ctx context.Context, ls Listeners, ready func(proxy, cont
 
 // httpServer serves h with the configured limits: read_header_timeout
 // for a request's head, body_timeout and min_body_rate for its body and
-// write_timeout for its answer (gateway.Budget), idle_timeout between
+// write_timeout for its answer (guard.Budget), idle_timeout between
 // requests.
 func (s *Server) httpServer(h http.Handler) *http.Server {
-	budget := gateway.BudgetOptions{BodyTimeout: s.cfg.BodyTimeout.D(), MinBodyRate: s.cfg.MinBodyRate,
+	budget := guard.BudgetOptions{BodyTimeout: s.cfg.BodyTimeout.D(), MinBodyRate: s.cfg.MinBodyRate,
 		WriteTimeout: s.cfg.WriteTimeout.D()}
 	return &http.Server{
-		Handler:           gateway.Budget(budget)(h),
+		Handler:           guard.Budget(budget)(h),
 		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout.D(),
 		IdleTimeout:       s.cfg.IdleTimeout.D(),
 		MaxHeaderBytes:    s.cfg.MaxHeaderBytes,
@@ -115,10 +116,10 @@ func (s *Server) httpServer(h http.Handler) *http.Server {
 }
 
 // limitConnections caps the connections open on each of ls's listeners at
-// max_connections (gateway.LimitConnections), closing both on failure.
+// max_connections (guard.LimitConnections), closing both on failure.
 func (s *Server) limitConnections(ls *Listeners) error {
 	limit := func(ln net.Listener, name string) (net.Listener, error) {
-		return gateway.LimitConnections(ln, gateway.ConnLimitOptions{Max: s.cfg.MaxConnections,
+		return guard.LimitConnections(ln, guard.ConnLimitOptions{Max: s.cfg.MaxConnections,
 			Listener: name, MeterProvider: s.tel.MeterProvider})
 	}
 	proxyLn, perr := limit(ls.Proxy, "proxy")
@@ -132,10 +133,10 @@ func (s *Server) limitConnections(ls *Listeners) error {
 	return nil
 }
 
-// guardListener guards the proxy's connections (gateway.GuardListener),
+// guardListener guards the proxy's connections (guard.GuardListener),
 // terminating TLS itself when c.TLS is set.
 func guardListener(ln net.Listener, c config.Config, log *slog.Logger) (net.Listener, error) {
-	o := gateway.GuardOptions{MaxHeaderBytes: c.MaxHeaderBytes, HandshakeTimeout: c.ReadHeaderTimeout.D(), Logger: log}
+	o := guard.GuardOptions{MaxHeaderBytes: c.MaxHeaderBytes, HandshakeTimeout: c.ReadHeaderTimeout.D(), Logger: log}
 	if c.TLS != nil {
 		tc, err := c.TLS.ServerConfig()
 		if err != nil {
@@ -145,7 +146,7 @@ func guardListener(ln net.Listener, c config.Config, log *slog.Logger) (net.List
 		tc.NextProtos = []string{"h2", "http/1.1"}
 		o.TLS = tc
 	}
-	return gateway.GuardListener(ln, o), nil
+	return guard.GuardListener(ln, o), nil
 }
 
 // tlsListener wraps ln in TLS when t is set.

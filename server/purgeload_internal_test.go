@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/fencegw/fencegw/wire"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/fencegw/fencegw/wire"
 
 	"github.com/fencegw/fencegw/config"
 	"github.com/fencegw/fencegw/gateway"
@@ -53,7 +54,7 @@ func TestAuditWorkNeverHoldsFencing(t *testing.T) {
 	fillAudit(t, s.store, 60000)
 	epoch := mustLeaseCall(t, s, "leader", "acquire", `{"holder":"node-a","ttl_seconds":15}`)
 	for i := range 20000 {
-		s.audit.Refused(time.Now(), gateway.Rejection{Resource: fmt.Sprintf("r-%d", i), Decision: tokens.DecisionStale,
+		s.audit.Refused(time.Now(), wire.Rejection{Resource: fmt.Sprintf("r-%d", i), Decision: string(tokens.DecisionStale),
 			PresentedEpoch: wire.EpochOf(1), Route: "/w/", Status: 412}, "")
 	}
 

@@ -23,6 +23,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fencegw/fencegw/gateway/audit"
+	"github.com/fencegw/fencegw/gateway/control"
+	"github.com/fencegw/fencegw/gateway/idempotency"
+	"github.com/fencegw/fencegw/gateway/observe"
+	"github.com/fencegw/fencegw/gateway/upstream"
+
 	"github.com/fencegw/fencegw/config"
 	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/policy"
@@ -56,7 +62,7 @@ type Options struct {
 	// Transport, when set, carries every request to upstreams.
 	Transport http.RoundTripper
 	// WatchHeartbeat is how often idle lease watches send a comment
-	// (gateway.DefaultWatchHeartbeat when 0).
+	// (control.DefaultWatchHeartbeat when 0).
 	WatchHeartbeat time.Duration
 	// Clock, when set, is the gateway's wall clock: tokens' iat and exp,
 	// audit times, reported lease expiries (see tokens.Clock). When nil,
@@ -74,7 +80,7 @@ type Server struct {
 	ownsStore bool
 	fence     *tokens.Fence
 	auth      *signed.Authority
-	obs       *gateway.Observer
+	obs       *observe.Observer
 	routes    *gateway.Routes
 	openSrc   func(field string, s *config.EpochSource) (tokens.EpochSource, error)
 	transport http.RoundTripper
@@ -89,7 +95,7 @@ type Server struct {
 	reclaim   *reclaimLoop // ended leases' records, after leases.retention
 	// audit records the durable audit; stopAudit ends its writing (with
 	// a last flush), then audited closes.
-	audit     *gateway.AuditRecorder
+	audit     *audit.AuditRecorder
 	stopAudit context.CancelFunc
 	audited   chan struct{}
 	// clock is the wall clock handed down; stopClock ends its reader.
@@ -99,7 +105,7 @@ type Server struct {
 	mu         sync.Mutex // guards sources and transports across reloads
 	sources    *sourceSet
 	retired    []*sourceSet // replaced by a reload, closing on a timer
-	transports []*gateway.Transport
+	transports []*upstream.Transport
 }
 
 // New assembles a gateway from c, which must be valid (see Validate). ctx
@@ -125,7 +131,7 @@ func New(ctx context.Context, c config.Config, o Options) (s *Server, err error)
 	if s.clock, s.stopClock, err = newClock(o.Clock, os.Getenv, s.log); err != nil {
 		return nil, err
 	}
-	if s.obs, err = gateway.NewObserver(s.tel.TracerProvider, s.tel.MeterProvider, s.tel.Propagator); err != nil {
+	if s.obs, err = observe.NewObserver(s.tel.TracerProvider, s.tel.MeterProvider, s.tel.Propagator); err != nil {
 		return nil, err
 	}
 	s.obs.ResourceLabels = c.Telemetry.ResourceLabels
@@ -138,7 +144,7 @@ func New(ctx context.Context, c config.Config, o Options) (s *Server, err error)
 		}
 		s.ownsStore = true
 	}
-	if s.audit, err = gateway.NewAuditRecorder(s.store, gateway.AuditOptions{Replica: replicaName(c.Audit.Replica),
+	if s.audit, err = audit.NewAuditRecorder(s.store, audit.AuditOptions{Replica: replicaName(c.Audit.Replica),
 		Interval: c.Audit.Interval.D(), Flush: c.Audit.Flush.D(), MaxPending: c.Audit.History.MaxPending, JunkMaxPending: c.Audit.Junk.MaxPending,
 		StoreTimeout: c.StoreTimeout.D(), Logger: s.log, MeterProvider: s.tel.MeterProvider, Clock: s.clock}); err != nil {
 		return nil, err
@@ -159,22 +165,7 @@ func New(ctx context.Context, c config.Config, o Options) (s *Server, err error)
 	}
 	s.routes = gateway.NewRoutes(table)
 	s.fence = tokens.NewFence(s.obs.ObserveStore(s.store), tokens.FenceOptions{StoreTimeout: c.StoreTimeout.D()})
-	refusals := gateway.NewRefusalLog(s.log, gateway.RefusalLogOptions{LinesPerSecond: c.LogRefusalsPerSecond})
-	s.proxy = gateway.New(gateway.Options{Routes: s.routes, Fence: s.fence, Transport: s.transport, Logger: s.log, Refusals: refusals,
-		MaxBodyBytes: c.MaxBodyBytes, UpstreamTimeout: c.UpstreamTimeout.D(), Observer: s.obs,
-		Idempotency: gateway.IdempotencyOptions{TTL: c.Idempotency.TTL.D(), MaxAnswerBytes: c.Idempotency.MaxAnswerBytes,
-			// A write is in flight at most UpstreamTimeout; its outcome
-			// is recorded within StoreTimeout after.
-			InFlightFor: c.UpstreamTimeout.D() + c.StoreTimeout.D() + time.Second, SettleTimeout: c.StoreTimeout.D()}})
-	var metrics http.Handler
-	if o.Telemetry != nil {
-		metrics = o.Telemetry.MetricsHandler()
-	}
-	s.control = gateway.NewControlAPI(gateway.ControlOptions{Fence: s.fence, Logger: s.log, Issuer: s.auth,
-		JWKS: s.auth.Keys.JWKS, Keys: apiKeys(c), Observer: s.obs, Metrics: metrics, MetricsPublic: c.Telemetry.MetricsPublic, Draining: &s.draining,
-		Pprof: c.Telemetry.Pprof, LockDelay: c.LockDelay.D(), Stopping: s.stopping,
-		WatchHeartbeat: o.WatchHeartbeat, UITraceURL: c.UI.TraceURL, Refusals: refusals, Browser: browserOptions(c),
-		WatchWriteTimeout: c.Watch.WriteTimeout.D(), MaxWatchers: c.Watch.MaxWatchers, MaxLiveLeases: c.Leases.MaxLive})
+	s.handlers(c, o)
 	s.stopPurge, s.purged = make(chan struct{}), make(chan struct{})
 	go s.purgeLoop(s.stopPurge, s.purged)
 	s.reclaim = startReclaim(s.store, reclaimTerms{retention: c.Leases.Retention.D(), every: reclaimEvery, batch: reclaimBatch,
@@ -187,6 +178,27 @@ func New(ctx context.Context, c config.Config, o Options) (s *Server, err error)
 		s.audit.Run(auditCtx)
 	}()
 	return s, nil
+}
+
+// handlers builds the proxy and the control API over what New opened,
+// sharing one RefusalLog so that one cap holds for both.
+func (s *Server) handlers(c config.Config, o Options) {
+	refusals := observe.NewRefusalLog(s.log, observe.RefusalLogOptions{LinesPerSecond: c.LogRefusalsPerSecond})
+	s.proxy = gateway.New(gateway.Options{Routes: s.routes, Fence: s.fence, Transport: s.transport, Logger: s.log, Refusals: refusals,
+		MaxBodyBytes: c.MaxBodyBytes, UpstreamTimeout: c.UpstreamTimeout.D(), Observer: s.obs,
+		Idempotency: idempotency.IdempotencyOptions{TTL: c.Idempotency.TTL.D(), MaxAnswerBytes: c.Idempotency.MaxAnswerBytes,
+			// A write is in flight at most UpstreamTimeout; its outcome
+			// is recorded within StoreTimeout after.
+			InFlightFor: c.UpstreamTimeout.D() + c.StoreTimeout.D() + time.Second, SettleTimeout: c.StoreTimeout.D()}})
+	var metrics http.Handler
+	if o.Telemetry != nil {
+		metrics = o.Telemetry.MetricsHandler()
+	}
+	s.control = control.NewControlAPI(control.ControlOptions{Fence: s.fence, Logger: s.log, Issuer: s.auth,
+		JWKS: s.auth.Keys.JWKS, Keys: apiKeys(c), Observer: s.obs, Metrics: metrics, MetricsPublic: c.Telemetry.MetricsPublic, Draining: &s.draining,
+		Pprof: c.Telemetry.Pprof, LockDelay: c.LockDelay.D(), Stopping: s.stopping,
+		WatchHeartbeat: o.WatchHeartbeat, UITraceURL: c.UI.TraceURL, Refusals: refusals, Browser: browserOptions(c),
+		WatchWriteTimeout: c.Watch.WriteTimeout.D(), MaxWatchers: c.Watch.MaxWatchers, MaxLiveLeases: c.Leases.MaxLive})
 }
 
 // Proxy returns the fenced reverse proxy's handler.
@@ -304,8 +316,8 @@ func (s *Server) routeTable(c config.Config, sources *sourceSet) (*policy.Table,
 // TLS settings.
 func (s *Server) upstreamTransport(tc *tls.Config) http.RoundTripper { return s.newTransport(tc) }
 
-func (s *Server) newTransport(tc *tls.Config) *gateway.Transport {
-	t := gateway.NewTransport(gateway.TransportOptions{DialTimeout: s.cfg.UpstreamDialTimeout.D(),
+func (s *Server) newTransport(tc *tls.Config) *upstream.Transport {
+	t := upstream.NewTransport(upstream.TransportOptions{DialTimeout: s.cfg.UpstreamDialTimeout.D(),
 		ResponseHeaderTimeout: s.cfg.UpstreamResponseHeaderTimeout.D(), TLS: tc})
 	s.mu.Lock()
 	s.transports = append(s.transports, t)

@@ -4,13 +4,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"github.com/fencegw/fencegw/wire"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/fencegw/fencegw/wire"
 )
 
 func runCLI(t *testing.T, args ...string) (string, string, int) {

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/fencegw/fencegw/wire"
 	"net"
 	"net/http"
 	"os"
@@ -11,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/fencegw/fencegw/wire"
 )
 
 // TestEdgeRequestsThroughTheBinary: each way the issue found for a write

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"github.com/fencegw/fencegw/wire"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -18,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fencegw/fencegw/wire"
 )
 
 // receipt is one write as an upstream received it: from its handler's

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"github.com/fencegw/fencegw/wire"
 	"net/http"
 	"os"
 	"os/exec"
@@ -11,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fencegw/fencegw/wire"
 )
 
 // refusedStart runs `fencegw serve` with args, expecting it to refuse to

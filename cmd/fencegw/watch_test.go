@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/fencegw/fencegw/wire"
 	"net"
 	"net/http"
 	"os"
@@ -16,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/fencegw/fencegw/wire"
 
 	bolt "go.etcd.io/bbolt"
 )

@@ -10,14 +10,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/fencegw/fencegw/wire"
 	"io"
 	"mime"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
-
-	"github.com/fencegw/fencegw/gateway"
 )
 
 // MaxAnswer bounds the bytes read from an answer's body.
@@ -140,7 +139,7 @@ type Answer struct {
 	Body   []byte // at most MaxAnswer bytes
 	// Problem is the decoded body of an application/problem+json answer;
 	// nil otherwise.
-	Problem *gateway.Problem
+	Problem *wire.Problem
 }
 
 // ReadAnswer reads and closes resp's body (up to MaxAnswer bytes) and
@@ -152,8 +151,8 @@ func ReadAnswer(resp *http.Response) (Answer, error) {
 		return Answer{}, errors.Join(errors.New("read the answer"), err)
 	}
 	a := Answer{Status: resp.StatusCode, Header: resp.Header, Body: data}
-	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == gateway.ProblemContentType {
-		var p gateway.Problem
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == wire.ProblemContentType {
+		var p wire.Problem
 		if json.Unmarshal(data, &p) == nil {
 			a.Problem = &p
 		}

@@ -4,11 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/fencegw/fencegw/wire"
 	"net/http"
 	"net/url"
 	"time"
-
-	"github.com/fencegw/fencegw/gateway"
 )
 
 // The lease operations of the control API.
@@ -61,14 +60,14 @@ func (c *Client) Lease(ctx context.Context, op, name string, r LeaseRequest) (An
 
 // LeaseState calls lease operation op (acquire, renew or get) and decodes
 // the lease from a 200 answer; any other answer is an error naming it.
-func (c *Client) LeaseState(ctx context.Context, op, name string, r LeaseRequest) (gateway.LeaseState, error) {
+func (c *Client) LeaseState(ctx context.Context, op, name string, r LeaseRequest) (wire.LeaseState, error) {
 	a, err := c.Lease(ctx, op, name, r)
 	if err != nil {
-		return gateway.LeaseState{}, fmt.Errorf("%s: %w", op, err)
+		return wire.LeaseState{}, fmt.Errorf("%s: %w", op, err)
 	}
-	var l gateway.LeaseState
+	var l wire.LeaseState
 	if a.Status != http.StatusOK || json.Unmarshal(a.Body, &l) != nil {
-		return gateway.LeaseState{}, fmt.Errorf("%s: want 200 with the lease, got %s", op, a)
+		return wire.LeaseState{}, fmt.Errorf("%s: want 200 with the lease, got %s", op, a)
 	}
 	return l, nil
 }

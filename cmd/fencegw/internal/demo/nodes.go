@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/fencegw/fencegw/wire"
+
 	"github.com/fencegw/fencegw/cmd/fencegw/internal/apiclient"
 	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/leader"
@@ -43,7 +45,7 @@ func (w *world) sendReminder(ctx context.Context, client *http.Client, token, in
 type nodeA struct {
 	w      *world
 	writer *http.Client
-	lease  gateway.LeaseState // as last granted or renewed
+	lease  wire.LeaseState // as last granted or renewed
 
 	wake     chan struct{}      // closed: node-a wakes from its freeze
 	outcome  chan writeOutcome  // the answer to the write it held

@@ -8,8 +8,10 @@ import (
 	"slices"
 	"time"
 
+	"github.com/fencegw/fencegw/gateway/problem"
+	"github.com/fencegw/fencegw/wire"
+
 	"github.com/fencegw/fencegw/cmd/fencegw/internal/apiclient"
-	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/leader"
 	"github.com/fencegw/fencegw/tokens"
 )
@@ -45,12 +47,12 @@ type story struct {
 	a *nodeA
 	b *nodeB // from the step that starts it
 
-	acquired  time.Time        // when node-a asked for the lease
-	leaseEnds time.Time        // node-a's lease runs at least until then
-	frozen    time.Time        // when node-a froze
-	termB     leader.Term      // node-b's term after the takeover
-	takeover  time.Time        // when node-b was granted it
-	refused   *gateway.Problem // the answer to node-a's stale write
+	acquired  time.Time     // when node-a asked for the lease
+	leaseEnds time.Time     // node-a's lease runs at least until then
+	frozen    time.Time     // when node-a froze
+	termB     leader.Term   // node-b's term after the takeover
+	takeover  time.Time     // when node-b was granted it
+	refused   *wire.Problem // the answer to node-a's stale write
 }
 
 // tell runs the steps in order, until one fails, then stops the nodes.
@@ -103,7 +105,7 @@ func (s *story) nodeBRefused(ctx context.Context) error {
 	select {
 	case no := <-s.b.firstNo:
 		p := no.Problem
-		if p == nil || p.Type != gateway.TypeLeaseHeld || p.Holder != "node-a" || p.CurrentEpoch == nil {
+		if p == nil || p.Type != problem.TypeLeaseHeld || p.Holder != "node-a" || p.CurrentEpoch == nil {
 			return fmt.Errorf("node-b: first acquire: want 409 lease-held by node-a, got %s", no)
 		}
 		s.n.say("node-b", "POST /v1/leases/%s/acquire -> 409 Conflict: held by node-a at epoch %d; node-b retries every %s",
@@ -181,7 +183,7 @@ func (s *story) nodeBTakesOver(ctx context.Context) error {
 // fencedOnGrant: the grant raised the fence to epoch 2 before node-b
 // wrote anything.
 func (s *story) fencedOnGrant(ctx context.Context) error {
-	var fence gateway.FenceState
+	var fence wire.FenceState
 	if err := s.w.api.GetJSON(ctx, "/v1/fences/"+resource, &fence); err != nil {
 		return fmt.Errorf("gateway: %w", err)
 	}
@@ -207,7 +209,7 @@ func (s *story) nodeAWakes(ctx context.Context) error {
 		return fmt.Errorf("node-a: stale write: %w", err)
 	}
 	p := refused.Problem
-	if refused.Status != http.StatusPreconditionFailed || p == nil || p.Type != gateway.TypeStaleEpoch ||
+	if refused.Status != http.StatusPreconditionFailed || p == nil || p.Type != problem.TypeStaleEpoch ||
 		p.PresentedEpoch == nil || p.CurrentEpoch == nil {
 		return fmt.Errorf("node-a: stale write at epoch 1: want 412 stale-epoch, got %s", refused)
 	}
@@ -229,7 +231,7 @@ func (s *story) refusalAudited(ctx context.Context) error {
 	// The audit is written to the store in the background, within
 	// audit.flush of the refusal.
 	id := s.refused.TraceID
-	var audit gateway.Rejections
+	var audit wire.Rejections
 	for deadline := time.Now().Add(5 * time.Second); ; {
 		if err := s.w.api.GetJSON(ctx, "/v1/audit/rejections?resource="+resource, &audit); err != nil {
 			return fmt.Errorf("gateway: %w", err)
@@ -240,7 +242,7 @@ func (s *story) refusalAudited(ctx context.Context) error {
 		time.Sleep(50 * time.Millisecond)
 	}
 	if len(audit.Rejections) != 1 || audit.Rejections[0].Count != 1 || !slices.Equal(audit.Rejections[0].TraceIDs, []string{id}) ||
-		audit.Rejections[0].Decision != tokens.DecisionStale {
+		audit.Rejections[0].Decision != string(tokens.DecisionStale) {
 		return fmt.Errorf("gateway: the audit should list the one stale write, of trace %s; it lists %+v", id, audit.Rejections)
 	}
 	s.n.say("gateway", "the email API never saw it; GET /v1/audit/rejections lists it: decision stale, trace %s", id)

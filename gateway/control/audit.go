@@ -1,0 +1,105 @@
+package control
+
+import (
+	"log/slog"
+	"net/http"
+
+	"github.com/fencegw/fencegw/gateway/problem"
+
+	"github.com/fencegw/fencegw/wire"
+
+	"github.com/fencegw/fencegw/tokens"
+)
+
+// Limits of an audit page.
+const (
+	defaultAuditPage = 100
+	maxAuditPage     = 1000
+)
+
+func (c *control) rejections(w http.ResponseWriter, r *http.Request) {
+	q, ok := auditQuery(w, r, tokens.AuditRefusals)
+	if !ok {
+		return
+	}
+	entries, ok := c.listAudit(w, r, q)
+	if !ok {
+		return
+	}
+	out := wire.Rejections{Rejections: make([]wire.Rejection, 0, len(entries)), NextCursor: nextCursor(q, entries)}
+	for _, e := range entries {
+		rej := wire.Rejection{ID: e.ID, Resource: e.Resource, Decision: e.Kind, Holder: e.Holder,
+			Replica: e.Replica, Route: e.Route, Status: e.Status, Count: e.Count, First: e.First, Last: e.Last,
+			TraceIDs: nonNil(e.TraceIDs)}
+		if e.Epoch > 0 {
+			rej.PresentedEpoch = problem.EpochPtr(e.Epoch)
+		}
+		if e.CurrentEpoch > 0 {
+			rej.CurrentEpoch = problem.EpochPtr(e.CurrentEpoch)
+		}
+		out.Rejections = append(out.Rejections, rej)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (c *control) leaseHistory(w http.ResponseWriter, r *http.Request) {
+	q, ok := auditQuery(w, r, tokens.AuditLeases)
+	if !ok {
+		return
+	}
+	entries, ok := c.listAudit(w, r, q)
+	if !ok {
+		return
+	}
+	out := wire.LeaseHistory{Events: make([]wire.LeaseRecord, 0, len(entries)), NextCursor: nextCursor(q, entries)}
+	for _, e := range entries {
+		rec := wire.LeaseRecord{ID: e.ID, Name: e.Resource, Event: e.Kind, Holder: e.Holder, Epoch: wire.Epoch(e.Epoch),
+			Replica: e.Replica, Count: e.Count, First: e.First, Last: e.Last, PreviousHolder: e.PreviousHolder,
+			TraceIDs: nonNil(e.TraceIDs)}
+		if !e.ExpiresAt.IsZero() {
+			at := e.ExpiresAt
+			rec.ExpiresAt = &at
+		}
+		if e.TTL > 0 {
+			s := e.TTL.Seconds()
+			rec.TTLSeconds = &s
+		}
+		if e.Kind == tokens.LeaseAcquired || e.Kind == tokens.LeaseExpired {
+			s := e.LockDelay.Seconds()
+			rec.LockDelaySeconds = &s
+		}
+		if e.PreviousEpoch > 0 {
+			rec.PreviousEpoch = problem.EpochPtr(e.PreviousEpoch)
+		}
+		out.Events = append(out.Events, rec)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// listAudit reads one page from the store, having answered 503 when it
+// could not.
+func (c *control) listAudit(w http.ResponseWriter, r *http.Request, q tokens.AuditQuery) ([]tokens.AuditEntry, bool) {
+	entries, err := listAuditClasses(r.Context(), c.Fence.Store(), q)
+	if err != nil {
+		c.Logger.LogAttrs(r.Context(), slog.LevelWarn, "reading the audit failed", slog.String("error", err.Error()))
+		problem.WriteError(w, r, problem.RefuseCause(problem.KindStoreUnavailable, "the audit could not be read from the store", err))
+		return nil, false
+	}
+	return entries, true
+}
+
+// nextCursor is the cursor of the page after entries: the last ID when
+// the page is full (there may be more).
+func nextCursor(q tokens.AuditQuery, entries []tokens.AuditEntry) string {
+	if len(entries) < q.Limit || len(entries) == 0 {
+		return ""
+	}
+	return entries[len(entries)-1].ID
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

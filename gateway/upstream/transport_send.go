@@ -1,0 +1,98 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// send writes req on c. A write on a leased resource (by is set) must be
+// delivered before by: no byte of it is written after that moment, and it
+// is delivered only once the upstream's TCP has acknowledged all of it
+// (see awaitAcked). A leased write that fails, or is not delivered by
+// then (a delivery cut), has its connection reset, so that nothing our
+// kernel still holds of it reaches the upstream.
+func (c *upstreamConn) send(ctx context.Context, req *http.Request, by time.Time) error {
+	if by.IsZero() {
+		return c.write(ctx, req)
+	}
+	if !c.leased {
+		limitSendBuffer(c.conn)
+		c.leased = true
+	}
+	c.conn.SetWriteDeadline(by)
+	err := c.write(ctx, req)
+	if err == nil {
+		c.conn.SetWriteDeadline(time.Time{})
+		err = c.awaitAcked(ctx, by)
+	}
+	if err != nil {
+		abortConn(c.conn)
+		return cutAfter(by, err)
+	}
+	return nil
+}
+
+// write writes req whole on c.
+func (c *upstreamConn) write(ctx context.Context, req *http.Request) error {
+	err := req.Write(c.bw)
+	if err == nil {
+		err = c.bw.Flush()
+	}
+	if err != nil {
+		return c.unsent(c.ctxErr(ctx, fmt.Errorf("write request to %s: %w", c.addr, err)))
+	}
+	return nil
+}
+
+// awaitAcked waits until the upstream's TCP has acknowledged every byte
+// written on c, polling c's send queue; while it waits, the upstream's
+// answer may begin to arrive, and stays unread in c.br. It returns a
+// delivery cut when by comes first. Where the send queue cannot be read,
+// written is delivered. It leaves c's read deadline set.
+func (c *upstreamConn) awaitAcked(ctx context.Context, by time.Time) error {
+	peek := true // until the answer begins, wait on it rather than sleep
+	for wait := ackPollMin; ; wait = min(2*wait, ackPollMax) {
+		n, err := unacked(c.conn)
+		switch {
+		case errors.Is(err, errUnmeasurable):
+			return nil
+		case err != nil:
+			return fmt.Errorf("delivery to %s: %w", c.addr, err)
+		case n == 0:
+			return nil
+		}
+		now := time.Now()
+		if !now.Before(by) {
+			return fmt.Errorf("%w: %s had not acknowledged %d bytes of it", errDeliveryCut, c.addr, n)
+		}
+		next := nextPoll(now, by, wait)
+		if peek {
+			peek, err = c.peekUntil(ctx, next)
+		} else {
+			err = sleepUntil(ctx, next)
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// peekUntil waits until t for the upstream's answer to begin, and reports
+// whether it has not.
+func (c *upstreamConn) peekUntil(ctx context.Context, t time.Time) (bool, error) {
+	c.conn.SetReadDeadline(t)
+	if err := ctx.Err(); err != nil { // the abort may have come before the reset
+		return false, err
+	}
+	_, err := c.br.Peek(1)
+	switch {
+	case err == nil:
+		return false, nil
+	case isTimeout(err) && ctx.Err() == nil:
+		return true, nil
+	}
+	return false, c.ctxErr(ctx, fmt.Errorf("read response from %s: %w", c.addr, err))
+}
