@@ -3,7 +3,6 @@
 // writes the gateway refused. Everything shown comes from the API answers;
 // the page writes text with textContent and DOM calls only, never HTML.
 'use strict';
-
 // ---- Settings and state ------------------------------------------------
 
 const POLL_MS = 2000; // how often the audit is read again
@@ -243,14 +242,10 @@ function setupResourceSearch() {
 
 // ---- Model ------------------------------------------------------------
 
-// Epochs arrive as JSON strings of decimal digits: exact where a JavaScript
-// number is not (above 2^53). The page keeps them as those strings, shows
-// them as they are and compares them as BigInt, never as numbers.
+// Epochs arrive as JSON strings of decimal digits, exact where a JavaScript
+// number is not (above 2^53): kept and shown as strings, compared as BigInt.
 const epochText = (v) => (v === null || v === undefined ? null : String(v));
-function cmpEpoch(a, b) {
-  const x = BigInt(a), y = BigInt(b);
-  return x < y ? -1 : x > y ? 1 : 0;
-}
+const cmpEpoch = (a, b) => (BigInt(a) < BigInt(b) ? -1 : BigInt(a) > BigInt(b) ? 1 : 0);
 
 // summarize lists the resources the audit names, with the epoch and holder
 // of each one's newest lease event and its number of refused writes.

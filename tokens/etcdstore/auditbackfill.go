@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/fencegw/fencegw/tokens/internal/auditid"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -164,7 +165,7 @@ func (s *Store) backfillAuditStream(ctx context.Context, stream tokens.AuditStre
 			e.Stream, e.ID = stream, string(kv.Key[len(base):])
 			entries = append(entries, e)
 			cmps = append(cmps, clientv3.Compare(clientv3.CreateRevision(string(kv.Key)), "=", kv.CreateRevision))
-			if !canonicalAuditID(e.ID) {
+			if !auditid.Canonical(e.ID) {
 				continue // not listed by any index; purged by age as the others
 			}
 			for _, k := range auditIndexKeys(e) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/fencegw/fencegw/tokens/internal/auditid"
 	"maps"
 	"slices"
 	"strconv"
@@ -21,7 +22,7 @@ import (
 // The audit's secondary index: P + auditIndexSub + stream + "/" + one
 // empty key per entry and resource, per entry and kind (the prefixes of
 // tokens.AuditIndexPrefix) and per entry in time order (auditTimeIndex),
-// each ending in the entry's ID inverted (auditInvertID) so that ascending
+// each ending in the entry's ID inverted (auditid.Invert) so that ascending
 // key order is newest first. They are put in the transaction that puts
 // the entry and deleted in the one that deletes it. A query by resource or
 // kind reads its index prefix, an unfiltered one the time index, then only
@@ -72,7 +73,7 @@ func (s *Store) auditIndexBase(stream tokens.AuditStream) string {
 // auditIndexKeys returns e's index keys, relative to its stream's index:
 // by resource, by kind and by time, each ending in e.ID inverted.
 func auditIndexKeys(e tokens.AuditEntry) []string {
-	inv := auditInvertID(e.ID)
+	inv := auditid.Invert(e.ID)
 	return []string{tokens.AuditIndexPrefix("r", e.Resource) + inv, tokens.AuditIndexPrefix("k", e.Kind) + inv,
 		auditTimeIndex + inv}
 }
@@ -81,7 +82,7 @@ func auditIndexKeys(e tokens.AuditEntry) []string {
 // index keys. An entry whose ID is not of tokens.AuditID's form (lowercase
 // hex) is refused: its index keys would not sort.
 func (s *Store) auditPutOps(e tokens.AuditEntry) ([]clientv3.Op, error) {
-	if !e.Stream.Valid() || !canonicalAuditID(e.ID) {
+	if !e.Stream.Valid() || !auditid.Canonical(e.ID) {
 		return nil, fmt.Errorf("audit entry %q of stream %q: invalid", e.ID, e.Stream)
 	}
 	v, err := json.Marshal(e)
@@ -187,12 +188,12 @@ func (s *Store) listAuditIndexed(ctx context.Context, q tokens.AuditQuery, ibase
 	for len(out) < q.Limit {
 		winLo := lo
 		if t-width > 0 {
-			winLo = max(lo, fmt.Sprintf("%0*d", auditIDTime, t-width))
+			winLo = max(lo, fmt.Sprintf("%0*d", auditid.TimeDigits, t-width))
 		}
 		// A page of a few entries reads a few more keys than it needs,
 		// not a whole batch.
 		batch := min(auditScanBatch, max(q.Limit-len(out), 32))
-		from, to := auditInvRange(ibase, winLo, top)
+		from, to := auditid.InvertedRange(ibase, winLo, top)
 		resp, err := s.cli.Get(ctx, from, clientv3.WithRange(to), clientv3.WithLimit(int64(batch)), clientv3.WithKeysOnly())
 		if err != nil {
 			return nil, err
@@ -202,8 +203,8 @@ func (s *Store) listAuditIndexed(ctx context.Context, q tokens.AuditQuery, ibase
 			return out, err
 		}
 		if resp.More && len(resp.Kvs) > 0 {
-			first := auditIDStart(auditInvertID(string(resp.Kvs[0].Key[len(ibase):])))
-			top = auditInvertID(string(resp.Kvs[len(resp.Kvs)-1].Key[len(ibase):]))
+			first := auditIDStart(auditid.Invert(string(resp.Kvs[0].Key[len(ibase):])))
+			top = auditid.Invert(string(resp.Kvs[len(resp.Kvs)-1].Key[len(ibase):]))
 			t = auditIDStart(top)
 			width = max(first-t, 1)
 			continue
@@ -232,9 +233,9 @@ func (s *Store) auditListStart(ctx context.Context, stream tokens.AuditStream, h
 		return 0, err
 	}
 	switch {
-	case auditIDDigits(hi) && ok:
+	case auditid.HasTimePart(hi) && ok:
 		return min(auditIDStart(hi), newest), nil
-	case auditIDDigits(hi):
+	case auditid.HasTimePart(hi):
 		return auditIDStart(hi), nil
 	case ok:
 		return newest, nil
@@ -243,9 +244,9 @@ func (s *Store) auditListStart(ctx context.Context, stream tokens.AuditStream, h
 }
 
 // auditIDStart returns the interval start of an ID that begins with 13
-// digits (auditIDDigits), in Unix milliseconds.
+// digits (auditid.HasTimePart), in Unix milliseconds.
 func auditIDStart(id string) int64 {
-	ms, _ := strconv.ParseInt(id[:auditIDTime], 10, 64)
+	ms, _ := strconv.ParseInt(id[:auditid.TimeDigits], 10, 64)
 	return ms
 }
 
@@ -259,8 +260,8 @@ const auditWindow = time.Second
 func auditIndexIDs(kvs []*mvccpb.KeyValue, at int, lo, hi string) (ids []string, done bool) {
 	ids = make([]string, 0, len(kvs))
 	for _, kv := range kvs {
-		id := auditInvertID(string(kv.Key[at:]))
-		in, more := auditIDIn(id, lo, hi)
+		id := auditid.Invert(string(kv.Key[at:]))
+		in, more := auditid.In(id, lo, hi)
 		if !more {
 			return ids, true
 		}

@@ -3,6 +3,7 @@ package etcdstore
 import (
 	"context"
 	"fmt"
+	"github.com/fencegw/fencegw/tokens/internal/auditid"
 	"strconv"
 	"time"
 
@@ -97,8 +98,8 @@ const auditNewestOps = 4
 func (s *Store) raiseAuditNewestOps(entries []tokens.AuditEntry) []clientv3.Op {
 	newest := map[tokens.AuditStream]string{}
 	for _, e := range entries {
-		if len(e.ID) >= auditIDTime && e.ID[:auditIDTime] > newest[e.Stream] {
-			newest[e.Stream] = e.ID[:auditIDTime]
+		if len(e.ID) >= auditid.TimeDigits && e.ID[:auditid.TimeDigits] > newest[e.Stream] {
+			newest[e.Stream] = e.ID[:auditid.TimeDigits]
 		}
 	}
 	var ops []clientv3.Op

@@ -1,4 +1,4 @@
-package etcdstore
+package auditid
 
 import (
 	"math/rand/v2"
@@ -19,15 +19,15 @@ func TestAuditInvertID(t *testing.T) {
 		ids = append(ids, tokens.AuditID(time.UnixMilli(r.Int64N(4e12)), string(rune(r.IntN(1000)))))
 	}
 	for _, id := range ids {
-		inv := auditInvertID(id)
-		if !canonicalAuditID(id) || !canonicalAuditID(inv) || auditInvertID(inv) != id {
-			t.Fatalf("%q inverted is %q, back %q", id, inv, auditInvertID(inv))
+		inv := Invert(id)
+		if !Canonical(id) || !Canonical(inv) || Invert(inv) != id {
+			t.Fatalf("%q inverted is %q, back %q", id, inv, Invert(inv))
 		}
 	}
 	sorted := slices.Sorted(slices.Values(ids))
 	inverted := make([]string, len(sorted))
 	for i, id := range sorted {
-		inverted[i] = auditInvertID(id)
+		inverted[i] = Invert(id)
 	}
 	if !slices.IsSortedFunc(inverted, func(a, b string) int { return strings.Compare(b, a) }) {
 		t.Fatal("inverted IDs do not sort in reverse")
@@ -54,9 +54,9 @@ func TestAuditInvRange(t *testing.T) {
 		{"", ids[13], true}, {tp(1001), ids[20], true}, {"", strings.ToUpper(ids[13]), false},
 		{"", ids[13][:20], false}, {"", "zzz", false}, {ids[4], "", false},
 	} {
-		from, to := auditInvRange("i/", c.lo, c.hi)
+		from, to := InvertedRange("i/", c.lo, c.hi)
 		for _, id := range ids {
-			key := "i/" + auditInvertID(id)
+			key := "i/" + Invert(id)
 			inRange := key >= from && key < to
 			want := id >= c.lo && (c.hi == "" || id < c.hi)
 			if want && !inRange || c.exact && inRange != want {
