@@ -22,6 +22,13 @@ import (
 // all.
 var errDeliveryCut = errors.New("the lease lapsed before the write was delivered whole")
 
+// errDeliveryUncertain marks a leased write whose deadline came while the
+// upstream's TCP had not yet acknowledged its last bytes, all of which had
+// left: its connection was reset, and the upstream may or may not have
+// received the write whole. It is answered as an upstream failure whose
+// outcome is unknown, never as a cut.
+var errDeliveryUncertain = errors.New("the lease lapsed while the write's last bytes were unacknowledged: the upstream may have received all of it")
+
 // ErrNothingSent joins errDeliveryCut when the cut came before any of the
 // write was sent to the upstream.
 var ErrNothingSent = errors.New("nothing of the write was sent")
@@ -76,6 +83,16 @@ func cutAfter(by time.Time, err error) error {
 	return fmt.Errorf("%w: %w", errDeliveryCut, err)
 }
 
+// uncertainAfter marks err, a failure after the whole request was sent,
+// as an uncertain delivery when it came at or after by; a delivery cut
+// reported by the wait on acknowledgements becomes uncertain too.
+func uncertainAfter(by time.Time, err error) error {
+	if errors.Is(err, errDeliveryCut) || !time.Now().Before(by) {
+		return fmt.Errorf("%w: %v", errDeliveryUncertain, err)
+	}
+	return err
+}
+
 // RoundTripBefore sends req through rt, a transport whose connections this
 // package does not hold (TLS and HTTP/2 upstreams, upgrades): when req's
 // write must be delivered by a moment (see DeliverBy), it counts as
@@ -97,27 +114,40 @@ func RoundTripBefore(rt http.RoundTripper, req *http.Request) (*http.Response, e
 	ctx, cancel := context.WithCancelCause(req.Context())
 	d := &delivery{by: by}
 	ctx = httptrace.WithClientTrace(ctx, d.trace())
+	req = req.WithContext(ctx)
+	if req.Body != nil && req.Body != http.NoBody {
+		req.Body = watchedBody{req.Body, d}
+	} else {
+		d.bodyRead = true
+	}
 	timer := time.AfterFunc(time.Until(by), func() {
-		if d.check() == deliveryCut {
+		switch d.check() {
+		case deliveryCut:
 			cancel(errDeliveryCut)
+		case deliveryUncertain:
+			cancel(errDeliveryUncertain)
 		}
 	})
-	resp, err := rt.RoundTrip(req.WithContext(ctx))
+	resp, err := rt.RoundTrip(req)
 	if err != nil {
 		timer.Stop()
 		cancel(nil)
-		if d.end() == deliveryCut || !d.written() {
-			return nil, cutAfter(by, err)
-		}
-		return nil, err
+		return nil, d.failed(by, err)
 	}
 	st, err := d.await(ctx)
 	if err != nil {
 		timer.Stop()
 		resp.Body.Close()
-		if st == deliveryCut || d.end() == deliveryCut {
+		if st == deliveryPending {
+			st = d.end()
+		}
+		switch st {
+		case deliveryCut:
 			cancel(errDeliveryCut)
 			return nil, cutAfter(by, err)
+		case deliveryUncertain:
+			cancel(errDeliveryUncertain)
+			return nil, uncertainAfter(by, err)
 		}
 		cancel(nil)
 		return nil, err
@@ -129,6 +159,18 @@ func RoundTripBefore(rt http.RoundTripper, req *http.Request) (*http.Response, e
 	// The response body reads under ctx: it is released when the
 	// request's own context ends.
 	return resp, nil
+}
+
+// failed classifies err, the failure of an exchange d followed: a cut
+// write, one whose delivery is uncertain, or err as it is.
+func (d *delivery) failed(by time.Time, err error) error {
+	switch st := d.end(); {
+	case st == deliveryUncertain:
+		return uncertainAfter(by, err)
+	case st == deliveryCut || !d.written():
+		return cutAfter(by, err)
+	}
+	return err
 }
 
 // writeLapsed answers a write on a leased resource whose grant may have

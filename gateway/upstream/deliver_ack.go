@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http/httptrace"
 	"sync"
@@ -96,6 +97,11 @@ const (
 	deliveryCut                     // the deadline came first; the connection was reset
 	deliveryUnknown                 // sent, and its send queue cannot be read
 	deliveryEnded                   // the exchange failed before either
+	// deliveryUncertain: the deadline came when the write may have left
+	// whole (written, or its body read to the end) but was not yet
+	// acknowledged whole; the connection was reset, and the upstream may
+	// or may not have all of it (errDeliveryUncertain).
+	deliveryUncertain
 )
 
 // delivery follows one leased write through a transport whose connections
@@ -109,7 +115,10 @@ type delivery struct {
 	conn  net.Conn // the raw connection; nil until known, or when shared
 	known bool     // GotConn came
 	wrote bool
-	state deliveryState
+	// bodyRead: the transport read the request's body to its end, so all
+	// of the write may have left before WroteRequest says so.
+	bodyRead bool
+	state    deliveryState
 }
 
 // trace returns the httptrace hooks that feed d.
@@ -163,9 +172,37 @@ func (d *delivery) check() deliveryState {
 		if d.conn != nil {
 			abortConn(d.conn)
 		}
+		// A reset drops only what the upstream has not acknowledged: once
+		// all of the write may have left, what it acknowledged since our
+		// look may be all of it.
 		d.state = deliveryCut
+		if d.wrote || d.bodyRead {
+			d.state = deliveryUncertain
+		}
 	}
 	return d.state
+}
+
+// readBody marks that the transport read the request's body to its end.
+func (d *delivery) readBody() {
+	d.mu.Lock()
+	d.bodyRead = true
+	d.mu.Unlock()
+}
+
+// watchedBody is a request body that tells its delivery when it was read
+// to its end.
+type watchedBody struct {
+	io.ReadCloser
+	d *delivery
+}
+
+func (b watchedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF {
+		b.d.readBody()
+	}
+	return n, err
 }
 
 // end records that the exchange failed, and returns the state it ended in.
@@ -206,6 +243,8 @@ func (d *delivery) await(ctx context.Context) (deliveryState, error) {
 		case deliveryPending:
 		case deliveryCut:
 			return st, fmt.Errorf("%w: the upstream had not acknowledged all of it", errDeliveryCut)
+		case deliveryUncertain:
+			return st, fmt.Errorf("%w: the upstream had not acknowledged all of it", errDeliveryUncertain)
 		default:
 			return st, nil
 		}

@@ -32,7 +32,7 @@ func ErrorHandler(log *slog.Logger, obs *observe.Observer, refusals *observe.Ref
 			guard.WriteFramingProblem(w, r, fe)
 			return
 		}
-		if a, ok := reqctx.AdmissionFrom(r.Context()); ok && errors.Is(err, errDeliveryCut) {
+		if a, ok := reqctx.AdmissionFrom(r.Context()); ok && errors.Is(err, errDeliveryCut) && !errors.Is(err, errDeliveryUncertain) {
 			log.LogAttrs(r.Context(), slog.LevelWarn, "write cut: its lease ran out before it was delivered whole",
 				slog.String("route", rt.Name), slog.String("resource", a.Resource), slog.Int64("epoch", a.Epoch),
 				slog.String("error", err.Error()))
@@ -51,6 +51,9 @@ func ErrorHandler(log *slog.Logger, obs *observe.Observer, refusals *observe.Ref
 		var tooLarge *http.MaxBytesError
 		switch {
 		case errors.As(err, &tooLarge):
+		case errors.Is(err, errDeliveryUncertain):
+			err = problem.RefuseCause(problem.KindUpstream, "the lease ran out while the write's last bytes were in flight: "+
+				"the upstream connection was reset, and the upstream may or may not have received all of it", err)
 		case isTimeout(err):
 			err = problem.RefuseCause(problem.KindUpstreamSlow, "the upstream did not answer in time; the write may or may not have taken effect", err)
 		default:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"time"
 )
@@ -14,6 +15,14 @@ import (
 // (see awaitAcked). A leased write that fails, or is not delivered by
 // then (a delivery cut), has its connection reset, so that nothing our
 // kernel still holds of it reaches the upstream.
+//
+// A reset drops only what the upstream has not acknowledged yet: bytes it
+// acknowledges between our last look at the send queue and the reset
+// reach it all the same. So the request's last byte is held back until the
+// upstream acknowledged everything before it: a cut before that byte left
+// is certain to leave the upstream a torn request (errDeliveryCut); a
+// deadline that comes while the last byte itself is unacknowledged leaves
+// the outcome unknown (errDeliveryUncertain), never reported as a cut.
 func (c *upstreamConn) send(ctx context.Context, req *http.Request, by time.Time) error {
 	if by.IsZero() {
 		return c.write(ctx, req)
@@ -23,16 +32,76 @@ func (c *upstreamConn) send(ctx context.Context, req *http.Request, by time.Time
 		c.leased = true
 	}
 	c.conn.SetWriteDeadline(by)
+	held := &heldWriter{c: c}
+	c.bw.Reset(held)
 	err := c.write(ctx, req)
+	c.bw.Reset(connWriter{c})
 	if err == nil {
-		c.conn.SetWriteDeadline(time.Time{})
 		err = c.awaitAcked(ctx, by)
 	}
-	if err != nil {
-		abortConn(c.conn)
-		return cutAfter(by, err)
+	if err == nil {
+		var sent bool
+		sent, err = held.release()
+		if sent {
+			c.conn.SetWriteDeadline(time.Time{})
+			if err == nil {
+				err = c.awaitAcked(ctx, by)
+			}
+			if err != nil {
+				abortConn(c.conn)
+				return uncertainAfter(by, err)
+			}
+			return nil
+		}
 	}
-	return nil
+	abortConn(c.conn)
+	return cutAfter(by, err)
+}
+
+// heldWriter writes to its connection every byte it is given but the
+// last, which it holds until release (see upstreamConn.send). It counts the
+// bytes the kernel took, as connWriter does.
+type heldWriter struct {
+	c    *upstreamConn
+	last [1]byte
+	has  bool
+}
+
+func (w *heldWriter) Write(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	var bufs net.Buffers
+	if w.has {
+		bufs = append(bufs, w.last[:])
+	}
+	if len(p) > 1 {
+		bufs = append(bufs, p[:len(p)-1])
+	}
+	had := int64(0)
+	if w.has {
+		had = 1
+	}
+	n, err := bufs.WriteTo(w.c.conn) // one writev
+	w.c.sent += n
+	if err != nil {
+		if n >= had {
+			w.has = false
+		}
+		return int(max(n-had, 0)), err
+	}
+	w.last[0], w.has = p[len(p)-1], true
+	return len(p), nil
+}
+
+// release writes the held byte; sent reports whether the kernel took it.
+func (w *heldWriter) release() (sent bool, err error) {
+	if !w.has {
+		return false, errors.New("nothing of the request was held back")
+	}
+	n, err := w.c.conn.Write(w.last[:])
+	w.c.sent += int64(n)
+	return n == 1, err
 }
 
 // write writes req whole on c.
