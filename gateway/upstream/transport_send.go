@@ -37,7 +37,8 @@ func (c *upstreamConn) send(ctx context.Context, req *http.Request, by time.Time
 	err := c.write(ctx, req)
 	c.bw.Reset(connWriter{c})
 	if err == nil {
-		err = c.awaitAcked(ctx, by)
+		// No answer can begin before the last byte: poll, from 50µs.
+		err = c.awaitAcked(ctx, by, false, heldPollMin)
 	}
 	if err == nil {
 		var sent bool
@@ -45,7 +46,7 @@ func (c *upstreamConn) send(ctx context.Context, req *http.Request, by time.Time
 		if sent {
 			c.conn.SetWriteDeadline(time.Time{})
 			if err == nil {
-				err = c.awaitAcked(ctx, by)
+				err = c.awaitAcked(ctx, by, true, ackPollMin)
 			}
 			if err != nil {
 				abortConn(c.conn)
@@ -116,14 +117,18 @@ func (c *upstreamConn) write(ctx context.Context, req *http.Request) error {
 	return nil
 }
 
+// heldPollMin is the first interval at which the send queue of a write
+// whose last byte is held back is polled: nothing else can end the wait.
+const heldPollMin = 50 * time.Microsecond
+
 // awaitAcked waits until the upstream's TCP has acknowledged every byte
-// written on c, polling c's send queue; while it waits, the upstream's
-// answer may begin to arrive, and stays unread in c.br. It returns a
+// written on c, polling c's send queue from every first to every
+// ackPollMax; with peek, until the upstream's answer begins it waits on
+// that rather than sleeps (the answer stays unread in c.br). It returns a
 // delivery cut when by comes first. Where the send queue cannot be read,
 // written is delivered. It leaves c's read deadline set.
-func (c *upstreamConn) awaitAcked(ctx context.Context, by time.Time) error {
-	peek := true // until the answer begins, wait on it rather than sleep
-	for wait := ackPollMin; ; wait = min(2*wait, ackPollMax) {
+func (c *upstreamConn) awaitAcked(ctx context.Context, by time.Time, peek bool, first time.Duration) error {
+	for wait := first; ; wait = min(2*wait, ackPollMax) {
 		n, err := unacked(c.conn)
 		switch {
 		case errors.Is(err, errUnmeasurable):
