@@ -176,8 +176,13 @@ func TestLeaseBadBodies(t *testing.T) {
 		"acquire": {``, `not json`, `{}`, `{"holder":"a"}`, `{"ttl_seconds":5}`, `{"holder":"","ttl_seconds":5}`,
 			`{"holder":"a","ttl_seconds":0}`, `{"holder":"a","ttl_seconds":-1}`, `{"holder":"a","ttl_seconds":"5"}`,
 			`{"holder":"a","ttl_seconds":5,"extra":1}`, `{"holder":"a","ttl_seconds":5} {}`, `[1]`,
-			`{"holder":"a\nb","ttl_seconds":5}`, `{"holder":"a","ttl_seconds":1e9}`},
-		"renew":   {``, `{}`, `{"holder":"a"}`, `{"epoch":1}`, `{"holder":"a","epoch":0}`, `{"holder":"a","epoch":1.5}`, `{"holder":"a","epoch":"1.0"}`, `{"holder":"a","epoch":"0x1"}`},
+			`{"holder":"a\nb","ttl_seconds":5}`, `{"holder":"a","ttl_seconds":1e9}`,
+			// Names that encoding/json would match anyway, and a member twice:
+			// a proxy reading names exactly, or the first of two, would read
+			// another request than the gateway.
+			`{"Holder":"a","ttl_seconds":5}`, `{"holder":"a","TTL_SECONDS":5}`, `{"holder":"a","holder":"b","ttl_seconds":5}`},
+		"renew": {``, `{}`, `{"holder":"a"}`, `{"epoch":1}`, `{"holder":"a","epoch":0}`, `{"holder":"a","epoch":1.5}`, `{"holder":"a","epoch":"1.0"}`, `{"holder":"a","epoch":"0x1"}`,
+			`{"holder":"a","Epoch":1}`, `{"HOLDER":"a","EPOCH":"1"}`, `{"holder":"a","epoch":8,"epoch":1}`, `{"holder":"b","holder":"a","epoch":1}`},
 		"release": {`{"holder":"","epoch":1}`, `{"holder":"a","epoch":-1}`, `nope`},
 	} {
 		for _, body := range bodies {

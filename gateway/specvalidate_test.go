@@ -273,6 +273,20 @@ func (c *specChecker) checkControl(test string, r *http.Request, body []byte, re
 	if reqErr == nil && op.RequestBody != nil && len(body) > 0 && !json.Valid(body) {
 		reqErr = errors.New("the body is not one JSON value")
 	}
+	// A body naming a member twice, or like one of the schema's but for
+	// case, is ambiguous (kin-openapi reads the last of two); the spec says
+	// it is refused.
+	if reqErr == nil && op.RequestBody != nil && len(body) > 0 {
+		if mt := op.RequestBody.Value.Content.Get("application/json"); mt != nil && mt.Schema != nil {
+			var names []string
+			for name := range mt.Schema.Value.Properties {
+				names = append(names, name)
+			}
+			if err := wire.CheckMembers(body, names...); err != nil {
+				reqErr = err
+			}
+		}
+	}
 	// kin-openapi reads the query with url.Query, which drops the pairs it
 	// cannot decode; a query that does not decode whole is malformed.
 	if _, err := url.ParseQuery(vr.URL.RawQuery); reqErr == nil && err != nil {

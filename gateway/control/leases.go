@@ -2,9 +2,7 @@ package control
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -266,22 +264,6 @@ func leaseName(w http.ResponseWriter, r *http.Request) (string, bool) {
 		return "", false
 	}
 	return name, true
-}
-
-// decodeBody reads one JSON object into v, refusing unknown fields, trailing
-// data and bodies over maxLeaseBody with 400.
-func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxLeaseBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		badRequest(w, r, "the body is not a valid JSON object: "+err.Error())
-		return false
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		badRequest(w, r, "the body holds more than one JSON value")
-		return false
-	}
-	return true
 }
 
 func badRequest(w http.ResponseWriter, r *http.Request, detail string) {
