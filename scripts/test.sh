@@ -114,7 +114,7 @@ heartbeat_line() {
 	done
 ) &
 heartbeat=$!
-trap 'kill "$heartbeat" 2>/dev/null; rm -rf "$work"' EXIT
+trap 'kill "$heartbeat" 2>/dev/null || true; rm -rf "$work"' EXIT
 echo "go vet"
 go vet ./...
 # staticcheck at a pinned version, from the module cache once downloaded
