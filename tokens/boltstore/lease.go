@@ -211,15 +211,7 @@ func (s *Store) Lease(ctx context.Context, name string) (tokens.Lease, error) {
 	}
 	s.leaseMu.Lock()
 	defer s.leaseMu.Unlock()
-	var (
-		rec   leaseRecord
-		found bool
-	)
-	err := s.db.View(func(tx *bolt.Tx) error {
-		var err error
-		rec, found, err = getLease(tx, name)
-		return err
-	})
+	rec, found, err := s.viewLease(name)
 	if err != nil {
 		return tokens.Lease{}, &tokens.UnavailableError{Op: "lease", Resource: name, Err: err}
 	}
@@ -314,6 +306,15 @@ func (s *Store) Mark(ctx context.Context, resource string) (tokens.Mark, error) 
 		m.Lease = tokens.LeaseLife{Epoch: rec.Epoch, Left: max(s.deadline(resource, rec, now).Sub(now), 0), Released: rec.Released}
 	}
 	return m, nil
+}
+
+// viewLease reads name's lease record in a read transaction of its own.
+func (s *Store) viewLease(name string) (rec leaseRecord, found bool, err error) {
+	err = s.db.View(func(tx *bolt.Tx) error {
+		rec, found, err = getLease(tx, name)
+		return err
+	})
+	return rec, found, err
 }
 
 func getLease(tx *bolt.Tx, name string) (leaseRecord, bool, error) {
