@@ -68,15 +68,6 @@ func (s *EpochSource) validate(at string) []error {
 		if KindOf(s.DSN) != StorePostgres {
 			bad("dsn", "must be a postgres:// URL")
 		}
-		if len(s.Endpoints) > 0 || s.Prefix != "" {
-			bad("endpoints", "endpoints and prefix are for kind etcd")
-		}
-		if s.Address != "" || s.Key != "" {
-			bad("address", "address and key are for kind redis")
-		}
-		if len(s.Servers) > 0 || s.Path != "" {
-			bad("servers", "servers and path are for kind zookeeper")
-		}
 	case "etcd":
 		if len(s.Endpoints) == 0 {
 			bad("endpoints", "at least one host:port is required")
@@ -89,35 +80,19 @@ func (s *EpochSource) validate(at string) []error {
 		if s.Prefix == "" {
 			bad("prefix", "the election prefix is required")
 		}
-		if s.DSN != "" || s.Table != "" {
-			bad("dsn", "dsn and table are for kind postgres")
-		}
-		if s.Address != "" || s.Key != "" {
-			bad("address", "address and key are for kind redis")
-		}
-		if len(s.Servers) > 0 || s.Path != "" {
-			bad("servers", "servers and path are for kind zookeeper")
-		}
 	case "redis":
 		if s.Address == "" {
 			bad("address", "the Redis primary is required (host:port, or a redis:// or rediss:// URL)")
 		} else if _, err := redissource.ParseAddress(s.Address); err != nil {
 			bad("address", "%v", err)
 		}
-		if s.DSN != "" || s.Table != "" {
-			bad("dsn", "dsn and table are for kind postgres")
-		}
-		if len(s.Endpoints) > 0 || s.Prefix != "" {
-			bad("endpoints", "endpoints and prefix are for kind etcd")
-		}
-		if len(s.Servers) > 0 || s.Path != "" {
-			bad("servers", "servers and path are for kind zookeeper")
-		}
 	case "zookeeper":
 		s.validateZooKeeper(bad)
 	default:
 		bad("kind", "must be postgres, etcd, redis or zookeeper, got %q", s.Kind)
+		return errs
 	}
+	s.validateOtherKinds(bad)
 	return errs
 }
 
@@ -136,13 +111,21 @@ func (s *EpochSource) validateZooKeeper(bad func(field, format string, args ...a
 	} else if err := zksource.CheckPath(s.Path); err != nil {
 		bad("path", "%v", err)
 	}
-	if s.DSN != "" || s.Table != "" {
+}
+
+// validateOtherKinds reports the keys of a kind other than s.Kind, which
+// is one of the four.
+func (s *EpochSource) validateOtherKinds(bad func(field, format string, args ...any)) {
+	if s.Kind != "postgres" && (s.DSN != "" || s.Table != "") {
 		bad("dsn", "dsn and table are for kind postgres")
 	}
-	if len(s.Endpoints) > 0 || s.Prefix != "" {
+	if s.Kind != "etcd" && (len(s.Endpoints) > 0 || s.Prefix != "") {
 		bad("endpoints", "endpoints and prefix are for kind etcd")
 	}
-	if s.Address != "" || s.Key != "" {
+	if s.Kind != "redis" && (s.Address != "" || s.Key != "") {
 		bad("address", "address and key are for kind redis")
+	}
+	if s.Kind != "zookeeper" && (len(s.Servers) > 0 || s.Path != "") {
+		bad("servers", "servers and path are for kind zookeeper")
 	}
 }

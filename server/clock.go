@@ -83,20 +83,14 @@ func (c *fileClock) read() error {
 // follow rereads the file every testClockPoll until close.
 func (c *fileClock) follow() {
 	defer close(c.done)
-	t := time.NewTicker(testClockPoll)
-	defer t.Stop()
-	for {
-		select {
-		case <-c.stop:
-			return
-		case <-t.C:
-		}
+	everyTick(c.stop, testClockPoll, func() bool {
 		err := c.read()
 		if err != nil && !c.failing {
 			c.log.Warn("test hook: reading the clock offset failed; the offset stays", slog.String("error", err.Error()))
 		}
 		c.failing = err != nil
-	}
+		return true
+	})
 }
 
 func (c *fileClock) close() {

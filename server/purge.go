@@ -21,14 +21,7 @@ const purgeBatch = 1000
 // replica purges; concurrent purges delete each entry once.
 func (s *Server) purgeLoop(stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
-	t := time.NewTicker(purgeEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-		}
+	everyTick(stop, purgeEvery, func() bool {
 		s.purgeAudit(stop)
 		for {
 			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.StoreTimeout.D())
@@ -39,15 +32,15 @@ func (s *Server) purgeLoop(stop <-chan struct{}, done chan<- struct{}) {
 					slog.String("error", err.Error()))
 			}
 			if err != nil || n < purgeBatch {
-				break
+				return true
 			}
 			select {
 			case <-stop:
-				return
+				return false
 			default:
 			}
 		}
-	}
+	})
 }
 
 // auditPurgePause is how long the audit purge leaves the store's writer

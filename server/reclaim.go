@@ -57,15 +57,21 @@ func (r *reclaimLoop) close() {
 
 func (r *reclaimLoop) run(store tokens.LeaseReclaimer, t reclaimTerms, log *slog.Logger) {
 	defer close(r.done)
-	tick := time.NewTicker(t.every)
+	everyTick(r.stop, t.every, func() bool { return r.pass(store, t, log) })
+}
+
+// everyTick calls pass at every tick of a ticker of period every, until
+// stop is closed or pass returns false.
+func everyTick(stop <-chan struct{}, every time.Duration, pass func() bool) {
+	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
 		select {
-		case <-r.stop:
+		case <-stop:
 			return
 		case <-tick.C:
 		}
-		if !r.pass(store, t, log) {
+		if !pass() {
 			return
 		}
 	}

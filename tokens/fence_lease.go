@@ -50,23 +50,13 @@ func (f *Fence) Acquire(ctx context.Context, name, holder string, t Terms, by Ca
 // Renew renews a lease through the store; see LeaseStore.Renew. Over an
 // exclusive store the cached life of the grant is extended with it.
 func (f *Fence) Renew(ctx context.Context, name, holder string, epoch int64, by Caller) (Lease, error) {
-	ctx, cancel := context.WithTimeout(ctx, f.timeout)
-	defer cancel()
-	if !f.exclusive {
+	return changeLease(f, ctx, name, func(ctx context.Context) (Lease, error) {
 		return f.store.Renew(ctx, name, holder, epoch, by)
-	}
-	st := f.cache.take(name)
-	defer f.cache.put(st)
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	start := f.since()
-	l, err := f.store.Renew(ctx, name, holder, epoch, by)
-	f.afterLeaseChange(st, err, func() {
+	}, func(st *resourceState, start int64, l Lease) {
 		if st.leaseEpoch.Load() == epoch {
 			st.leaseUntil.Store(max(st.leaseUntil.Load(), start+int64(trusted(l.TTL))))
 		}
 	})
-	return l, err
 }
 
 // Release releases a lease through the store; see LeaseStore.Release.
@@ -76,17 +66,9 @@ func (f *Fence) Renew(ctx context.Context, name, holder string, epoch int64, by 
 // it lapsed (and its lock-delay running), and when the cached deadline
 // passed the store is read again to say which.
 func (f *Fence) Release(ctx context.Context, name, holder string, epoch int64, by Caller) error {
-	ctx, cancel := context.WithTimeout(ctx, f.timeout)
-	defer cancel()
-	if !f.exclusive {
-		return f.store.Release(ctx, name, holder, epoch, by)
-	}
-	st := f.cache.take(name)
-	defer f.cache.put(st)
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	err := f.store.Release(ctx, name, holder, epoch, by)
-	f.afterLeaseChange(st, err, func() {
+	_, err := changeLease(f, ctx, name, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, f.store.Release(ctx, name, holder, epoch, by)
+	}, func(st *resourceState, _ int64, _ struct{}) {
 		if st.leaseEpoch.Load() != epoch {
 			return
 		}
@@ -101,6 +83,27 @@ func (f *Fence) Release(ctx context.Context, name, holder string, epoch int64, b
 		st.leaseUntil.Store(0)
 	})
 	return err
+}
+
+// changeLease makes a renewal or release through the store (change) with
+// ctx bounded by the Fence's timeout. Over an exclusive store it holds
+// name's cache locked across the change and then brings the cache up to
+// its outcome (see afterLeaseChange), done getting the time the change
+// began and what it returned.
+func changeLease[T any](f *Fence, ctx context.Context, name string, change func(context.Context) (T, error), done func(st *resourceState, start int64, v T)) (T, error) {
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
+	if !f.exclusive {
+		return change(ctx)
+	}
+	st := f.cache.take(name)
+	defer f.cache.put(st)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	start := f.since()
+	v, err := change(ctx)
+	f.afterLeaseChange(st, err, func() { done(st, start, v) })
+	return v, err
 }
 
 // afterLeaseChange brings the cached lease of st up to a renewal or

@@ -18,15 +18,11 @@ const (
 )
 
 func (c *control) rejections(w http.ResponseWriter, r *http.Request) {
-	q, ok := auditQuery(w, r, tokens.AuditRefusals)
+	entries, next, ok := c.auditPage(w, r, tokens.AuditRefusals)
 	if !ok {
 		return
 	}
-	entries, ok := c.listAudit(w, r, q)
-	if !ok {
-		return
-	}
-	out := wire.Rejections{Rejections: make([]wire.Rejection, 0, len(entries)), NextCursor: nextCursor(q, entries)}
+	out := wire.Rejections{Rejections: make([]wire.Rejection, 0, len(entries)), NextCursor: next}
 	for _, e := range entries {
 		rej := wire.Rejection{ID: e.ID, Resource: e.Resource, Decision: e.Kind, Holder: e.Holder,
 			Replica: e.Replica, Route: e.Route, Status: e.Status, Count: e.Count, First: e.First, Last: e.Last,
@@ -43,15 +39,11 @@ func (c *control) rejections(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *control) leaseHistory(w http.ResponseWriter, r *http.Request) {
-	q, ok := auditQuery(w, r, tokens.AuditLeases)
+	entries, next, ok := c.auditPage(w, r, tokens.AuditLeases)
 	if !ok {
 		return
 	}
-	entries, ok := c.listAudit(w, r, q)
-	if !ok {
-		return
-	}
-	out := wire.LeaseHistory{Events: make([]wire.LeaseRecord, 0, len(entries)), NextCursor: nextCursor(q, entries)}
+	out := wire.LeaseHistory{Events: make([]wire.LeaseRecord, 0, len(entries)), NextCursor: next}
 	for _, e := range entries {
 		rec := wire.LeaseRecord{ID: e.ID, Name: e.Resource, Event: e.Kind, Holder: e.Holder, Epoch: wire.Epoch(e.Epoch),
 			Replica: e.Replica, Count: e.Count, First: e.First, Last: e.Last, PreviousHolder: e.PreviousHolder,
@@ -76,16 +68,21 @@ func (c *control) leaseHistory(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// listAudit reads one page from the store, having answered 503 when it
-// could not.
-func (c *control) listAudit(w http.ResponseWriter, r *http.Request, q tokens.AuditQuery) ([]tokens.AuditEntry, bool) {
+// auditPage reads the page of stream that r asks for from the store, with
+// the cursor of the page after it, having answered 400 when r's query is
+// not one and 503 when the store could not be read.
+func (c *control) auditPage(w http.ResponseWriter, r *http.Request, stream tokens.AuditStream) (entries []tokens.AuditEntry, next string, ok bool) {
+	q, ok := auditQuery(w, r, stream)
+	if !ok {
+		return nil, "", false
+	}
 	entries, err := listAuditClasses(r.Context(), c.Fence.Store(), q)
 	if err != nil {
 		c.Logger.LogAttrs(r.Context(), slog.LevelWarn, "reading the audit failed", slog.String("error", err.Error()))
 		problem.WriteError(w, r, problem.RefuseCause(problem.KindStoreUnavailable, "the audit could not be read from the store", err))
-		return nil, false
+		return nil, "", false
 	}
-	return entries, true
+	return entries, nextCursor(q, entries), true
 }
 
 // nextCursor is the cursor of the page after entries: the last ID when

@@ -96,12 +96,7 @@ func (o *Observer) ServerHandler(h http.Handler, operation string) http.Handler 
 		if status == 0 {
 			status = http.StatusOK
 		}
-		if span.IsRecording() {
-			span.SetAttributes(semconv.HTTPResponseStatusCode(status))
-			if status >= 500 {
-				span.SetStatus(codes.Error, "")
-			}
-		}
+		setStatusCode(span, status, 500)
 		span.End()
 		set := o.http.set(setKey{method: knownMethod(r.Method), status: status, route: operation})
 		o.http.server.Record(ctx, time.Since(start).Seconds(), metric.WithAttributeSet(set))
@@ -202,15 +197,22 @@ func (t *clientTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	default:
 		status = resp.StatusCode
-		if span.IsRecording() {
-			span.SetAttributes(semconv.HTTPResponseStatusCode(status))
-			if status >= 400 {
-				span.SetStatus(codes.Error, "")
-			}
-		}
+		setStatusCode(span, status, 400)
 	}
 	span.End()
 	set := t.o.http.set(setKey{client: true, method: knownMethod(req.Method), status: status, route: req.URL.Host})
 	t.o.http.client.Record(ctx, time.Since(start).Seconds(), metric.WithAttributeSet(set))
 	return resp, err
+}
+
+// setStatusCode records an HTTP status on span, marking the span an error
+// when the status is errorFrom or above (5xx for a server, 4xx for a
+// client).
+func setStatusCode(span trace.Span, status, errorFrom int) {
+	if span.IsRecording() {
+		span.SetAttributes(semconv.HTTPResponseStatusCode(status))
+		if status >= errorFrom {
+			span.SetStatus(codes.Error, "")
+		}
+	}
 }

@@ -91,11 +91,8 @@ func Open(path string) (*Store, error) {
 
 // Current returns the HWM of resource, or 0 if none was recorded.
 func (s *Store) Current(ctx context.Context, resource string) (int64, error) {
-	if err := tokens.ValidateResource(resource); err != nil {
+	if err := begin(ctx, "current", resource, tokens.ValidateResource(resource)); err != nil {
 		return 0, err
-	}
-	if err := ctx.Err(); err != nil {
-		return 0, &tokens.UnavailableError{Op: "current", Resource: resource, Err: err}
 	}
 	var hwm int64
 	err := s.db.View(func(tx *bolt.Tx) error {
@@ -114,11 +111,8 @@ func (s *Store) Current(ctx context.Context, resource string) (int64, error) {
 // granted. A raise is committed and synced to disk before Advance returns;
 // raises that arrive together share one commit (group commit).
 func (s *Store) Advance(ctx context.Context, resource string, epoch int64) (int64, error) {
-	if err := tokens.ValidateAdvance(resource, epoch); err != nil {
+	if err := begin(ctx, "advance", resource, tokens.ValidateAdvance(resource, epoch)); err != nil {
 		return 0, err
-	}
-	if err := ctx.Err(); err != nil {
-		return 0, &tokens.UnavailableError{Op: "advance", Resource: resource, Err: err}
 	}
 	// Most calls do not raise the HWM; answer them without a write.
 	current, err := s.Current(ctx, resource)
@@ -186,4 +180,17 @@ func (s *Store) Exclusive() bool { return true }
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() { s.closeErr = s.db.Close() })
 	return s.closeErr
+}
+
+// begin returns what stops operation op on resource before it starts:
+// invalid (the caller's check of its arguments) when not nil, else ctx's
+// end as a *tokens.UnavailableError.
+func begin(ctx context.Context, op, resource string, invalid error) error {
+	if invalid != nil {
+		return invalid
+	}
+	if err := ctx.Err(); err != nil {
+		return &tokens.UnavailableError{Op: op, Resource: resource, Err: err}
+	}
+	return nil
 }

@@ -26,11 +26,8 @@ func idemKey(resource, key string) []byte { return []byte(resource + "\x00" + ke
 // ClaimKey creates rec unless a live record is there; see
 // tokens.IdempotencyStore. One bbolt transaction decides and writes.
 func (s *Store) ClaimKey(ctx context.Context, resource, key string, rec tokens.IdemRecord, ttl time.Duration) (tokens.IdemRecord, bool, error) {
-	if err := validIdem(resource, key); err != nil {
+	if err := begin(ctx, "claim", resource, validIdem(resource, key)); err != nil {
 		return tokens.IdemRecord{}, false, err
-	}
-	if err := ctx.Err(); err != nil {
-		return tokens.IdemRecord{}, false, &tokens.UnavailableError{Op: "claim", Resource: resource, Err: err}
 	}
 	var (
 		got     tokens.IdemRecord

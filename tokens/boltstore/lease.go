@@ -49,11 +49,8 @@ func (r leaseRecord) lockDelay() time.Duration {
 // *tokens.UnavailableError. The lock-delay runs on the process's monotonic
 // clock from the grant's deadline.
 func (s *Store) Acquire(ctx context.Context, name, holder string, t tokens.Terms, by tokens.Caller) (tokens.Grant, error) {
-	if err := tokens.ValidateAcquire(name, holder, t, by); err != nil {
+	if err := begin(ctx, "acquire", name, tokens.ValidateAcquire(name, holder, t, by)); err != nil {
 		return tokens.Grant{}, err
-	}
-	if err := ctx.Err(); err != nil {
-		return tokens.Grant{}, &tokens.UnavailableError{Op: "acquire", Resource: name, Err: err}
 	}
 	s.leaseMu.Lock()
 	defer s.leaseMu.Unlock()
@@ -157,11 +154,8 @@ func (s *Store) Release(ctx context.Context, name, holder string, epoch int64, b
 // may have set.
 func (s *Store) updateHeld(ctx context.Context, op, name, holder string, epoch int64, by tokens.Caller,
 	change func(tx *bolt.Tx, rec leaseRecord, cur tokens.Lease, now time.Time) error) error {
-	if err := tokens.ValidateHeld(name, holder, epoch, by); err != nil {
+	if err := begin(ctx, op, name, tokens.ValidateHeld(name, holder, epoch, by)); err != nil {
 		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return &tokens.UnavailableError{Op: op, Resource: name, Err: err}
 	}
 	s.leaseMu.Lock()
 	defer s.leaseMu.Unlock()
@@ -203,23 +197,12 @@ func (s *Store) SubscribeLease(ctx context.Context, name string) (<-chan struct{
 
 // Lease returns the lease's state; see tokens.LeaseStore.
 func (s *Store) Lease(ctx context.Context, name string) (tokens.Lease, error) {
-	if err := tokens.ValidateResource(name); err != nil {
+	if err := begin(ctx, "lease", name, tokens.ValidateResource(name)); err != nil {
 		return tokens.Lease{}, err
-	}
-	if err := ctx.Err(); err != nil {
-		return tokens.Lease{}, &tokens.UnavailableError{Op: "lease", Resource: name, Err: err}
 	}
 	s.leaseMu.Lock()
 	defer s.leaseMu.Unlock()
-	var (
-		rec   leaseRecord
-		found bool
-	)
-	err := s.db.View(func(tx *bolt.Tx) error {
-		var err error
-		rec, found, err = getLease(tx, name)
-		return err
-	})
+	rec, found, err := s.viewLease(name)
 	if err != nil {
 		return tokens.Lease{}, &tokens.UnavailableError{Op: "lease", Resource: name, Err: err}
 	}
@@ -281,11 +264,8 @@ func (s *Store) delayLeft(name string, rec leaseRecord, now time.Time) time.Dura
 // Mark returns resource's HWM and its lease's life in one read; see
 // tokens.Store.
 func (s *Store) Mark(ctx context.Context, resource string) (tokens.Mark, error) {
-	if err := tokens.ValidateResource(resource); err != nil {
+	if err := begin(ctx, "mark", resource, tokens.ValidateResource(resource)); err != nil {
 		return tokens.Mark{}, err
-	}
-	if err := ctx.Err(); err != nil {
-		return tokens.Mark{}, &tokens.UnavailableError{Op: "mark", Resource: resource, Err: err}
 	}
 	s.leaseMu.Lock()
 	defer s.leaseMu.Unlock()
@@ -314,6 +294,15 @@ func (s *Store) Mark(ctx context.Context, resource string) (tokens.Mark, error) 
 		m.Lease = tokens.LeaseLife{Epoch: rec.Epoch, Left: max(s.deadline(resource, rec, now).Sub(now), 0), Released: rec.Released}
 	}
 	return m, nil
+}
+
+// viewLease reads name's lease record in a read transaction of its own.
+func (s *Store) viewLease(name string) (rec leaseRecord, found bool, err error) {
+	err = s.db.View(func(tx *bolt.Tx) error {
+		rec, found, err = getLease(tx, name)
+		return err
+	})
+	return rec, found, err
 }
 
 func getLease(tx *bolt.Tx, name string) (leaseRecord, bool, error) {

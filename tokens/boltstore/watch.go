@@ -97,15 +97,7 @@ func (s *Store) readChanges(name string, after int64, latest bool) ([]tokens.Lea
 	l := s.changes[name]
 	if l == nil || len(l.changes) == 0 {
 		// Nothing changed since Open: the record is the latest change.
-		var (
-			rec   leaseRecord
-			found bool
-		)
-		err := s.db.View(func(tx *bolt.Tx) error {
-			var err error
-			rec, found, err = getLease(tx, name)
-			return err
-		})
+		rec, found, err := s.viewLease(name)
 		if err != nil {
 			return nil, &tokens.UnavailableError{Op: "watch", Resource: name, Err: err}
 		}

@@ -101,31 +101,43 @@ func (s *Store) listAuditUnindexed(ctx context.Context, q tokens.AuditQuery, lo,
 		end = base + hi
 	}
 	var kept []tokens.AuditEntry
-	for {
-		resp, err := s.cli.Get(ctx, from, clientv3.WithRange(end), clientv3.WithLimit(auditScanBatch))
-		if err != nil {
-			return nil, err
+	err := s.scanAudit(ctx, from, end, func(e tokens.AuditEntry) {
+		if !q.Matches(e) {
+			return
 		}
-		for _, kv := range resp.Kvs {
-			e, err := decodeAudit(kv.Key, kv.Value)
-			if err != nil {
-				return nil, err
-			}
-			if q.Matches(e) {
-				kept = append(kept, e)
-			}
-		}
+		kept = append(kept, e)
 		if len(kept) > 2*q.Limit {
 			kept = append(kept[:0], kept[len(kept)-q.Limit:]...)
 		}
-		if !resp.More || len(resp.Kvs) == 0 {
-			break
-		}
-		from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	})
+	if err != nil {
+		return nil, err
 	}
 	kept = kept[max(len(kept)-q.Limit, 0):]
 	slices.Reverse(kept)
 	return kept, nil
+}
+
+// scanAudit reads the entries stored from key from up to key end, in
+// batches of auditScanBatch, and hands each to each in key order.
+func (s *Store) scanAudit(ctx context.Context, from, end string, each func(tokens.AuditEntry)) error {
+	for {
+		resp, err := s.cli.Get(ctx, from, clientv3.WithRange(end), clientv3.WithLimit(auditScanBatch))
+		if err != nil {
+			return err
+		}
+		for _, kv := range resp.Kvs {
+			e, err := decodeAudit(kv.Key, kv.Value)
+			if err != nil {
+				return err
+			}
+			each(e)
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			return nil
+		}
+		from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
 }
 
 // decodeAudit reads the entry stored under key.

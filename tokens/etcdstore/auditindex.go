@@ -342,25 +342,13 @@ func (s *Store) scanAuditResources(ctx context.Context, q tokens.AuditResourceQu
 	seen := map[string]bool{}
 	for _, stream := range tokens.AuditStreams() {
 		base := s.auditBase(stream)
-		from, end := base, clientv3.GetPrefixRangeEnd(base)
-		for {
-			resp, err := s.cli.Get(ctx, from, clientv3.WithRange(end), clientv3.WithLimit(auditScanBatch))
-			if err != nil {
-				return nil, err
+		err := s.scanAudit(ctx, base, clientv3.GetPrefixRangeEnd(base), func(e tokens.AuditEntry) {
+			if e.Resource != "" && e.Resource > q.After && strings.HasPrefix(e.Resource, q.Prefix) {
+				seen[e.Resource] = true
 			}
-			for _, kv := range resp.Kvs {
-				e, err := decodeAudit(kv.Key, kv.Value)
-				if err != nil {
-					return nil, err
-				}
-				if e.Resource != "" && e.Resource > q.After && strings.HasPrefix(e.Resource, q.Prefix) {
-					seen[e.Resource] = true
-				}
-			}
-			if !resp.More || len(resp.Kvs) == 0 {
-				break
-			}
-			from = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+		})
+		if err != nil {
+			return nil, err
 		}
 	}
 	out := slices.Sorted(maps.Keys(seen))

@@ -116,22 +116,31 @@ func expectChanges(t *testing.T, ch <-chan tokens.LeaseChange, g tokens.Grant, f
 	return seqs
 }
 
-// testWatchEveryChange: a grant, a renewal through another client within
-// milliseconds of it, and a release within milliseconds of that are three
-// changes, in order, with rising Seqs: none is folded into another.
-func testWatchEveryChange(t *testing.T, f Factory) {
-	watcher := f(t)
-	other := watcher
+// watchFromLatest opens a watch on lease from tokens.FromLatest through one
+// client of f and lets it settle; other is a second client (the same one
+// where the store is exclusive). cancel ends the watch.
+func watchFromLatest(t *testing.T, f Factory, lease string) (watcher, other tokens.Store, ch <-chan tokens.LeaseChange, cancel context.CancelFunc) {
+	watcher = f(t)
+	other = watcher
 	if !watcher.Exclusive() {
 		other = f(t)
 	}
 	c, cancel := context.WithCancel(ctx(t))
-	defer cancel()
-	ch, err := watcher.WatchLease(c, "every", tokens.FromLatest)
+	ch, err := watcher.WatchLease(c, lease, tokens.FromLatest)
 	if err != nil {
+		cancel()
 		t.Fatal(err)
 	}
 	time.Sleep(200 * time.Millisecond) // let the watch settle
+	return watcher, other, ch, cancel
+}
+
+// testWatchEveryChange: a grant, a renewal through another client within
+// milliseconds of it, and a release within milliseconds of that are three
+// changes, in order, with rising Seqs: none is folded into another.
+func testWatchEveryChange(t *testing.T, f Factory) {
+	watcher, other, ch, cancel := watchFromLatest(t, f, "every")
+	defer cancel()
 	g := mustAcquire(t, watcher, "every", "node-a", 15*time.Second)
 	if _, err := other.Renew(ctx(t), "every", "node-a", g.Epoch, anon); err != nil {
 		t.Fatal(err)
@@ -148,18 +157,8 @@ func testWatchEveryChange(t *testing.T, f Factory) {
 // 0 sends them all; a watch from the last Seq sends nothing; a watch from
 // tokens.FromLatest starts with the latest.
 func testWatchResumes(t *testing.T, f Factory) {
-	watcher := f(t)
-	other := watcher
-	if !watcher.Exclusive() {
-		other = f(t)
-	}
-	c, cancel := context.WithCancel(ctx(t))
+	watcher, other, ch, cancel := watchFromLatest(t, f, "resumed")
 	defer cancel()
-	ch, err := watcher.WatchLease(c, "resumed", tokens.FromLatest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(200 * time.Millisecond) // let the watch settle
 	g := mustAcquire(t, other, "resumed", "node-a", 15*time.Second)
 	if _, err := other.Renew(ctx(t), "resumed", "node-a", g.Epoch, anon); err != nil {
 		t.Fatal(err)
@@ -170,7 +169,7 @@ func testWatchResumes(t *testing.T, f Factory) {
 	seqs := expectChanges(t, ch, g, 0)
 	cancel()
 
-	c, cancel = context.WithCancel(ctx(t))
+	c, cancel := context.WithCancel(ctx(t))
 	defer cancel()
 	resumed, err := watcher.WatchLease(c, "resumed", seqs[0])
 	if err != nil {

@@ -3,33 +3,12 @@ package testetcd
 import (
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 	"syscall"
 	"testing"
-)
 
-// freePorts returns n distinct loopback TCP ports that were free a moment
-// ago. It holds all n listeners open at once so that no port repeats, then
-// releases them for etcd to bind.
-func freePorts(n int) ([]int, error) {
-	ports := make([]int, 0, n)
-	ls := make([]net.Listener, 0, n)
-	defer func() {
-		for _, l := range ls {
-			_ = l.Close()
-		}
-	}()
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("picking a free port: %w", err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
-}
+	"github.com/fencegw/fencegw/internal/testutil/testproc"
+)
 
 // isAddrInUse reports whether err comes from binding a port that something
 // else holds.
@@ -42,7 +21,7 @@ func isAddrInUse(err error) bool {
 // reach one.
 func Unreachable(tb testing.TB) string {
 	tb.Helper()
-	ports, err := freePorts(1)
+	ports, err := testproc.FreePorts(1)
 	if err != nil {
 		tb.Fatalf("testetcd: %v", err)
 	}

@@ -26,6 +26,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
+
+	"github.com/fencegw/fencegw/internal/testutil/testproc"
 )
 
 const (
@@ -80,7 +82,7 @@ func Start(tb testing.TB, members int) *Cluster {
 
 	var lastErr error
 	for attempt := 0; attempt < startAttempts; attempt++ {
-		ports, err := freePorts(2 * members)
+		ports, err := testproc.FreePorts(2 * members)
 		if err != nil {
 			tb.Fatalf("testetcd: %v", err)
 		}

@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -18,6 +16,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/fencegw/fencegw/internal/testutil/testproc"
 )
 
 const (
@@ -86,15 +86,15 @@ func newServer() (_ *server, err error) {
 		return nil, err
 	}
 	for attempt := 1; ; attempt++ {
-		if s.port, err = freePort(); err != nil {
-			return nil, err
+		if s.port, err = testproc.FreePort(); err != nil {
+			return nil, fmt.Errorf("testpg: %w", err)
 		}
-		offset := s.logSize()
+		offset := testproc.LogSize(s.logPath)
 		err = s.start()
 		if err == nil {
 			return s, nil
 		}
-		if attempt == startAttempts || !s.lostPortRace(offset) {
+		if attempt == startAttempts || !testproc.LostPortRace(s.logPath, offset) {
 			return nil, err
 		}
 	}
@@ -139,16 +139,6 @@ func findBinDir() (string, error) {
 func isExecutable(path string) bool {
 	fi, err := os.Stat(path)
 	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
-}
-
-// freePort returns a loopback TCP port that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("testpg: find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // command builds a command that runs as the postgres user when the process
@@ -450,29 +440,6 @@ func (s *server) destroy() error {
 
 func (s *server) dsn(database string) string {
 	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", s.port, database)
-}
-
-func (s *server) logSize() int64 {
-	fi, err := os.Stat(s.logPath)
-	if err != nil {
-		return 0
-	}
-	return fi.Size()
-}
-
-// lostPortRace reports whether the log written since offset says the port
-// was taken by someone else between freePort and postgres binding it.
-func (s *server) lostPortRace(offset int64) bool {
-	f, err := os.Open(s.logPath)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.NewSectionReader(f, offset, 1<<20))
-	if err != nil {
-		return false
-	}
-	return bytes.Contains(b, []byte("Address already in use"))
 }
 
 // tail returns the last lines of a log file, for error messages.

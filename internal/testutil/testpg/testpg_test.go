@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/fencegw/fencegw/internal/testutil/testproc"
 )
 
 func TestMain(m *testing.M) {
@@ -172,7 +174,7 @@ func TestKill(t *testing.T) {
 		if len(processesIn(dataDir)) < 2 {
 			t.Fatalf("found %v processes of the server, want the postmaster and its children", processesIn(dataDir))
 		}
-		offset := c.srv.logSize()
+		offset := testproc.LogSize(c.srv.logPath)
 
 		if err := c.Kill(); err != nil {
 			t.Fatalf("Kill: %v", err)
@@ -203,7 +205,7 @@ func TestKill(t *testing.T) {
 		if v, err := exec1(ctx, dsn, "SELECT count(*) FROM t"); err != nil || v != i+1 {
 			t.Fatalf("after Kill and Restart: %d rows, %v; want %d", v, err, i+1)
 		}
-		if log := tail(c.srv.logPath); c.srv.logSize() <= offset || !strings.Contains(log, "not properly shut down") {
+		if log := tail(c.srv.logPath); testproc.LogSize(c.srv.logPath) <= offset || !strings.Contains(log, "not properly shut down") {
 			t.Fatalf("no crash recovery in the log:\n%s", log)
 		}
 	}

@@ -21,13 +21,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/fencegw/fencegw/internal/testutil/testproc"
 )
 
 const (
@@ -64,7 +65,7 @@ func Start(tb testing.TB) *Server {
 	tb.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
-		unavailable(tb, fmt.Errorf("no redis-server (install Debian's redis-server): %w", err))
+		testproc.Unavailable(tb, "Redis", fmt.Errorf("no redis-server (install Debian's redis-server): %w", err))
 	}
 	dir := tb.TempDir() // before Cleanup(stop): cleanups run last-in first-out
 	s := &Server{tb: tb, bin: bin, dir: dir, logPath: filepath.Join(dir, "redis.log")}
@@ -74,27 +75,18 @@ func Start(tb testing.TB) *Server {
 		}
 	})
 	for attempt := 1; ; attempt++ {
-		if s.port, err = freePort(); err != nil {
-			unavailable(tb, err)
+		if s.port, err = testproc.FreePort(); err != nil {
+			testproc.Unavailable(tb, "Redis", err)
 		}
-		offset := s.logSize()
+		offset := testproc.LogSize(s.logPath)
 		err = s.start()
 		if err == nil {
 			return s
 		}
-		if attempt == startAttempts || !s.lostPortRace(offset) {
-			unavailable(tb, err)
+		if attempt == startAttempts || !testproc.LostPortRace(s.logPath, offset) {
+			testproc.Unavailable(tb, "Redis", err)
 		}
 	}
-}
-
-// unavailable ends tb because no Redis server could be had.
-func unavailable(tb testing.TB, err error) {
-	tb.Helper()
-	if os.Getenv("CI") == "true" {
-		tb.Fatalf("Redis unavailable: %v", err)
-	}
-	tb.Skipf("Redis unavailable (set CI=true to fail instead): %v", err)
 }
 
 // Addr returns the server's "127.0.0.1:port".
@@ -134,13 +126,13 @@ func (s *Server) Restart() {
 	}
 	deadline := time.Now().Add(readyTimeout)
 	for {
-		offset := s.logSize()
+		offset := testproc.LogSize(s.logPath)
 		err := s.start()
 		if err == nil {
 			return
 		}
 		// The port may linger for a moment after the old process exited.
-		if !s.lostPortRace(offset) || time.Now().After(deadline) {
+		if !testproc.LostPortRace(s.logPath, offset) || time.Now().After(deadline) {
 			s.tb.Fatalf("testredis: restart: %v", err)
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -254,36 +246,6 @@ func (s *Server) stopLocked(save bool) error {
 // command, as it does under SHUTDOWN.
 func isClosedConn(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNRESET)
-}
-
-// freePort returns a loopback TCP port that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// logSize is the log's length, so that lostPortRace reads only what a
-// start wrote.
-func (s *Server) logSize() int64 {
-	fi, err := os.Stat(s.logPath)
-	if err != nil {
-		return 0
-	}
-	return fi.Size()
-}
-
-// lostPortRace reports whether the log, from offset on, says the port was
-// taken.
-func (s *Server) lostPortRace(offset int64) bool {
-	b, err := os.ReadFile(s.logPath)
-	if err != nil || int64(len(b)) < offset {
-		return false
-	}
-	return strings.Contains(string(b[offset:]), "Address already in use")
 }
 
 // tail returns the end of the server's log, for error messages.

@@ -32,6 +32,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/fencegw/fencegw/internal/testutil/testproc"
 )
 
 const (
@@ -67,12 +69,12 @@ func Start(tb testing.TB) *Server {
 	tb.Helper()
 	java, jar, err := binaries()
 	if err != nil {
-		unavailable(tb, err)
+		testproc.Unavailable(tb, "ZooKeeper", err)
 	}
 	dir := tb.TempDir() // before Cleanup(Stop): cleanups run last-in first-out
 	s := &Server{tb: tb, dir: dir}
 	tb.Cleanup(s.Stop)
-	port, err := freePort()
+	port, err := testproc.FreePort()
 	if err != nil {
 		tb.Fatalf("testzk: %v", err)
 	}
@@ -100,25 +102,6 @@ func binaries() (java, jar string, err error) {
 		return "", "", fmt.Errorf("no java for the ZooKeeper server: %w", err)
 	}
 	return java, jar, nil
-}
-
-// unavailable ends tb because ZooKeeper could not be had.
-func unavailable(tb testing.TB, err error) {
-	tb.Helper()
-	if os.Getenv("CI") == "true" {
-		tb.Fatalf("ZooKeeper unavailable: %v", err)
-	}
-	tb.Skipf("ZooKeeper unavailable (set CI=true to fail instead): %v", err)
-}
-
-// freePort returns a loopback TCP port that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("picking a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func (s *Server) writeConfig(port int) error {

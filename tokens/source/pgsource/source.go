@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -21,8 +19,7 @@ type Source struct {
 	query string
 	table string // for messages
 
-	closed    atomic.Bool
-	closeOnce sync.Once
+	closer source.Closer
 }
 
 var _ source.Source = (*Source)(nil)
@@ -68,17 +65,13 @@ func Open(ctx context.Context, o Options) (*Source, error) {
 // must be unique). Every error wraps a *tokens.UnavailableError: the caller
 // must fail closed. After Close, it also wraps source.ErrClosed.
 func (s *Source) Current(ctx context.Context, resource string) (source.Leader, error) {
-	l, err := s.current(ctx, resource)
-	if err != nil {
-		return source.Leader{}, source.Unavailable(resource, err)
-	}
-	return l, nil
+	return source.ReadLeader(ctx, resource, s.current)
 }
 
 // current reads the leader of resource, once more on a fresh connection
 // when the pooled one was broken (the read is idempotent).
 func (s *Source) current(ctx context.Context, resource string) (l source.Leader, err error) {
-	if s.closed.Load() {
+	if s.closer.Closed() {
 		return source.Leader{}, fmt.Errorf("pgsource: %w", source.ErrClosed)
 	}
 	err = pgretry.Do(ctx, s.pool, func() (err error) {
@@ -135,9 +128,8 @@ var errNotUnique = errors.New("name column is not unique")
 // connections. Current then fails with source.ErrClosed. Close always
 // returns nil and may be called more than once.
 func (s *Source) Close() error {
-	s.closeOnce.Do(func() {
-		s.closed.Store(true)
+	return s.closer.Close(func() error {
 		s.pool.Close()
+		return nil
 	})
-	return nil
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/logging"
@@ -26,9 +24,7 @@ type Source struct {
 	opts   Options // after WithDefaults
 	addr   string  // host:port, for messages (never the URL: it may hold a password)
 
-	closed    atomic.Bool
-	closeOnce sync.Once
-	closeErr  error
+	closer source.Closer
 }
 
 var _ source.Source = (*Source)(nil)
@@ -112,15 +108,11 @@ func (s *Source) primary(role *redis.Cmd) error {
 // WRONGTYPE. Every error wraps a *tokens.UnavailableError: the caller must
 // fail closed. After Close, it also wraps source.ErrClosed.
 func (s *Source) Current(ctx context.Context, resource string) (source.Leader, error) {
-	l, err := s.current(ctx, resource)
-	if err != nil {
-		return source.Leader{}, source.Unavailable(resource, err)
-	}
-	return l, nil
+	return source.ReadLeader(ctx, resource, s.current)
 }
 
 func (s *Source) current(ctx context.Context, resource string) (source.Leader, error) {
-	if s.closed.Load() {
+	if s.closer.Closed() {
 		return source.Leader{}, fmt.Errorf("redissource: %w", source.ErrClosed)
 	}
 	key := s.opts.KeyFor(resource)
@@ -132,7 +124,7 @@ func (s *Source) current(ctx context.Context, resource string) (source.Leader, e
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		if s.closed.Load() {
+		if s.closer.Closed() {
 			err = fmt.Errorf("%w: %w", source.ErrClosed, err)
 		}
 		return source.Leader{}, fmt.Errorf("redissource: read lock %q on %s: %w", key, s.addr, err)
@@ -158,9 +150,5 @@ func (s *Source) current(ctx context.Context, resource string) (source.Leader, e
 // with source.ErrClosed. It may be called more than once and returns the
 // first call's error.
 func (s *Source) Close() error {
-	s.closeOnce.Do(func() {
-		s.closed.Store(true)
-		s.closeErr = s.client.Close()
-	})
-	return s.closeErr
+	return s.closer.Close(s.client.Close)
 }

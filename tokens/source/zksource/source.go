@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	"github.com/go-zookeeper/zk"
 
@@ -32,8 +30,7 @@ type Source struct {
 	conn *zk.Conn
 	path string // Options.Path, with its placeholders
 
-	closed    atomic.Bool
-	closeOnce sync.Once
+	closer source.Closer
 }
 
 var _ source.Source = (*Source)(nil)
@@ -80,15 +77,11 @@ func Open(ctx context.Context, o Options) (*Source, error) {
 // ErrSequenceOverflow for a counter that overflowed. A read whose context
 // ends returns at once with the context's error.
 func (s *Source) Current(ctx context.Context, resource string) (source.Leader, error) {
-	l, err := s.current(ctx, resource)
-	if err != nil {
-		return source.Leader{}, source.Unavailable(resource, err)
-	}
-	return l, nil
+	return source.ReadLeader(ctx, resource, s.current)
 }
 
 func (s *Source) current(ctx context.Context, resource string) (source.Leader, error) {
-	if s.closed.Load() {
+	if s.closer.Closed() {
 		return source.Leader{}, fmt.Errorf("zksource: %w", source.ErrClosed)
 	}
 	if err := ctx.Err(); err != nil {
@@ -168,11 +161,10 @@ func (s *Source) read(path string) (source.Leader, error) {
 // Current then fails with source.ErrClosed. Close always returns nil and
 // may be called more than once.
 func (s *Source) Close() error {
-	s.closeOnce.Do(func() {
-		s.closed.Store(true)
+	return s.closer.Close(func() error {
 		s.conn.Close()
+		return nil
 	})
-	return nil
 }
 
 // quiet is a zk.Logger that discards everything.
