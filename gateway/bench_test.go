@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net"
@@ -45,7 +46,8 @@ func BenchmarkProxy(b *testing.B) {
 	// fencegw serve runs it: framing guarded.
 	c := config.Default()
 	c.Store = filepath.Join(b.TempDir(), "bench.db")
-	c.Routes = []config.Route{{Prefix: "/", Upstream: up.URL, Tokens: config.TokensRaw, Resource: "bench"}}
+	c.Routes = []config.Route{{Prefix: "/leased/", Upstream: up.URL, Tokens: config.TokensSigned, Resource: "leased"},
+		{Prefix: "/", Upstream: up.URL, Tokens: config.TokensRaw, Resource: "bench"}}
 	if err := c.Validate(); err != nil {
 		b.Fatal(err)
 	}
@@ -89,7 +91,24 @@ func BenchmarkProxy(b *testing.B) {
 	}
 	resp.Body.Close()
 
+	// A lease on "leased": its writes are delivered before the grant may
+	// lapse, acknowledged by the upstream's TCP.
+	control := httptest.NewServer(s.Control())
+	defer control.Close()
+	lr, err := http.Post(control.URL+"/v1/leases/leased/acquire", "application/json",
+		strings.NewReader(`{"holder":"bench","ttl_seconds":3600}`))
+	if err != nil || lr.StatusCode != http.StatusOK {
+		b.Fatalf("acquire: %v %v", lr, err)
+	}
+	var lease struct {
+		Token string `json:"token"`
+	}
+	json.NewDecoder(lr.Body).Decode(&lease)
+	lr.Body.Close()
+	leasedURL := fenced.URL + "/leased"
+
 	b.Run("baseline=bare-reverseproxy", func(b *testing.B) { send(b, bare.URL, "", http.StatusOK) })
+	b.Run("fencegw=admit-leased", func(b *testing.B) { send(b, leasedURL, lease.Token, http.StatusOK) })
 	b.Run("fencegw=admit-current-epoch", func(b *testing.B) { send(b, fenced.URL, "5", http.StatusOK) })
 	b.Run("fencegw=refuse-stale", func(b *testing.B) { send(b, fenced.URL, "4", http.StatusPreconditionFailed) })
 	b.Run("fencegw=admit-current-epoch,guarded", func(b *testing.B) { send(b, guardedURL, "5", http.StatusOK) })

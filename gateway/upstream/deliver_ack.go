@@ -169,15 +169,22 @@ func (d *delivery) check() deliveryState {
 		}
 	}
 	if !time.Now().Before(d.by) {
-		if d.conn != nil {
-			abortConn(d.conn)
-		}
-		// A reset drops only what the upstream has not acknowledged: once
-		// all of the write may have left, what it acknowledged since our
-		// look may be all of it.
+		// The reset drops what has not left our kernel; what has left may
+		// all have reached the upstream, unacknowledged yet (a delayed
+		// ACK). A write whose body was not even read to its end, or whose
+		// tail has not left, is cut; one that may all have left is
+		// uncertain.
 		d.state = deliveryCut
 		if d.wrote || d.bodyRead {
 			d.state = deliveryUncertain
+			if d.conn != nil {
+				if ns, err := notSent(d.conn); err == nil && ns > 0 {
+					d.state = deliveryCut
+				}
+			}
+		}
+		if d.conn != nil {
+			abortConn(d.conn)
 		}
 	}
 	return d.state

@@ -7,65 +7,12 @@ import (
 	"github.com/fencegw/fencegw/policy"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 )
-
-// TestHeldWriterHoldsTheLastByte: a leased request reaches the upstream's
-// socket whole only after release: until then every byte but its last has
-// left, however it was cut into writes, and the bytes the kernel took are
-// counted.
-func TestHeldWriterHoldsTheLastByte(t *testing.T) {
-	client, server := net.Pipe()
-	defer client.Close()
-	defer server.Close()
-	got := make(chan []byte, 64)
-	go func() {
-		for {
-			b := make([]byte, 64)
-			n, err := server.Read(b)
-			if err != nil {
-				close(got)
-				return
-			}
-			got <- b[:n]
-		}
-	}()
-	c := &upstreamConn{conn: client}
-	w := &heldWriter{c: c}
-	var seen strings.Builder
-	drain := func(want string) {
-		t.Helper()
-		for seen.Len() < len(want) {
-			select {
-			case b := <-got:
-				seen.Write(b)
-			case <-time.After(5 * time.Second):
-				t.Fatalf("the upstream has %q, want %q", seen.String(), want)
-			}
-		}
-		if seen.String() != want {
-			t.Fatalf("the upstream has %q, want %q", seen.String(), want)
-		}
-	}
-	for _, part := range []string{"POST / HTTP/1.1\r\n", "a", "", "bc"} {
-		if n, err := w.Write([]byte(part)); err != nil || n != len(part) {
-			t.Fatalf("Write(%q) = %d, %v", part, n, err)
-		}
-	}
-	drain("POST / HTTP/1.1\r\nab") // all but the last byte
-	if sent, err := w.release(); !sent || err != nil {
-		t.Fatalf("release = %v, %v", sent, err)
-	}
-	drain("POST / HTTP/1.1\r\nabc")
-	if c.sent != int64(len("POST / HTTP/1.1\r\nabc")) {
-		t.Errorf("sent = %d", c.sent)
-	}
-}
 
 // TestUncertainDeliveryIsNotACut: a deadline that came while only the last
 // bytes were unacknowledged is answered as an upstream failure whose
