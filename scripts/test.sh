@@ -101,7 +101,7 @@ heartbeat_line() {
 		return
 	fi
 	done_n=$(grep -cE '^(ok|FAIL|\?)[[:space:]]' "$log" || true)
-	pending=$(for p in $packages; do grep -qE "^(ok|FAIL|\?)[[:space:]]+$p([[:space:]]|$)" "$log" || echo "$p"; done | head -3 | sed 's|.*/fencegw/||' | paste -sd, -)
+	pending=$(for p in $packages; do grep -qE "^(ok|FAIL|\?)[[:space:]]+$p([[:space:]]|$)" "$log" || echo "$p"; done | head -3 | sed 's|^github.com/fencegw/fencegw/||' | paste -sd, -)
 	if ! grep -qE '^(ok|FAIL|\?)[[:space:]]+[^[:space:]]*/faults([[:space:]]|$)' "$log" && [ -s "$progress" ]; then
 		faults_case="; faults at $(tail -n 1 "$progress")"
 	fi
