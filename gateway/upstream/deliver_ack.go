@@ -175,19 +175,23 @@ func (d *delivery) check() deliveryState {
 		// tail has not left, is cut; one that may all have left is
 		// uncertain.
 		d.state = deliveryCut
-		if d.wrote || d.bodyRead {
+		if (d.wrote || d.bodyRead) && (d.conn == nil || !tailUnsent(d.conn)) {
 			d.state = deliveryUncertain
-			if d.conn != nil {
-				if ns, err := notSent(d.conn); err == nil && ns > 0 {
-					d.state = deliveryCut
-				}
-			}
 		}
 		if d.conn != nil {
 			abortConn(d.conn)
 		}
 	}
 	return d.state
+}
+
+// tailUnsent reports whether some of the bytes written on conn have not
+// been sent at all (notSent): the reset that follows drops them, so the
+// upstream cannot have the whole write. When that cannot be read, the
+// bytes may all have left: the answer is false, and the delivery uncertain.
+func tailUnsent(conn net.Conn) bool {
+	ns, err := notSent(conn)
+	return err == nil && ns > 0
 }
 
 // readBody marks that the transport read the request's body to its end.

@@ -109,8 +109,8 @@ func (c *upstreamConn) peekUntil(ctx context.Context, t time.Time) (bool, error)
 // the upstream may hold all of it and only not have acknowledged it yet (a
 // delayed ACK): the delivery is uncertain, never reported as a cut.
 func lapsedUnacked(conn net.Conn, addr string, n int) error {
-	if ns, err := notSent(conn); err == nil && ns == 0 {
-		return fmt.Errorf("%w: all of it had left, %s had not acknowledged %d bytes", errDeliveryUncertain, addr, n)
+	if tailUnsent(conn) {
+		return fmt.Errorf("%w: %s had not acknowledged %d bytes of it", errDeliveryCut, addr, n)
 	}
-	return fmt.Errorf("%w: %s had not acknowledged %d bytes of it", errDeliveryCut, addr, n)
+	return fmt.Errorf("%w: all of it may have left, %s had not acknowledged %d bytes", errDeliveryUncertain, addr, n)
 }
