@@ -173,3 +173,27 @@ func leasedInFlight(h *History, w Window) map[int]int {
 	}
 	return n
 }
+
+// clockJumpMaxHold bounds how long awaitJumpedDecisions keeps the clocks
+// jumped beyond clockJumpHold.
+const clockJumpMaxHold = 10 * leaseTTL
+
+// awaitJumpedDecisions keeps the clock-jump fault in force (bounded by
+// clockJumpMaxHold) until every replica it is aimed at has decided a
+// leased write since inForce. Whether a leader holds the lease during the
+// jump's first seconds is luck (the slow-clock leader or a lock-delay may
+// hold it, and a forward jump ends a term at once), and a window that met
+// no leased write on a replica tests nothing there.
+func awaitJumpedDecisions(w *workload, replicas []int, inForce time.Time) {
+	for deadline := time.Now().Add(clockJumpMaxHold); time.Now().Before(deadline); {
+		n := leasedInFlight(&History{Ops: w.history()}, Window{Replicas: replicas, InForce: inForce, Heal: time.Now()})
+		met := true
+		for _, k := range n {
+			met = met && k > 0
+		}
+		if met {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

@@ -163,6 +163,11 @@ func runSuite(t *testing.T, store string, seed uint64, hold time.Duration, combo
 		}
 		inForce := time.Now()
 		time.Sleep(d)
+		for _, f := range step {
+			if f.name == clockJumpFault {
+				awaitJumpedDecisions(w, f.replicas, inForce)
+			}
+		}
 		heal := time.Now()
 		for _, f := range step {
 			f.heal(c)
