@@ -129,6 +129,10 @@ func (d *delivery) trace() *httptrace.ClientTrace {
 func (d *delivery) gotConn(info httptrace.GotConnInfo) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	// A second connection is net/http's retry of a request it had not
+	// written (noReplay keeps it from resending one it had): the write
+	// starts over there.
+	d.wrote = false
 	d.known = true
 	if tc, ok := info.Conn.(*tls.Conn); ok && tc.ConnectionState().NegotiatedProtocol == "h2" {
 		return // other requests share it: neither measured nor reset
@@ -163,7 +167,10 @@ func (d *delivery) check() deliveryState {
 		case errors.Is(err, errUnmeasurable):
 			d.state = deliveryUnknown
 			return d.state
-		case err == nil && n == 0:
+		case err == nil && n == 0 && time.Now().Before(d.by):
+			// Read before the deadline: acknowledged in time. Seen only
+			// after it (a stalled process, a late poll), it may have been
+			// acknowledged after the lapse: uncertain, below.
 			d.state = deliveryDelivered
 			return d.state
 		}
@@ -174,23 +181,26 @@ func (d *delivery) check() deliveryState {
 		// ACK). A write whose body was not even read to its end, or whose
 		// tail has not left, is cut; one that may all have left is
 		// uncertain.
+		unsent := d.conn != nil && abortTailUnsent(d.conn)
 		d.state = deliveryCut
-		if (d.wrote || d.bodyRead) && (d.conn == nil || !tailUnsent(d.conn)) {
+		if (d.wrote || d.bodyRead) && !unsent {
 			d.state = deliveryUncertain
-		}
-		if d.conn != nil {
-			abortConn(d.conn)
 		}
 	}
 	return d.state
 }
 
-// tailUnsent reports whether some of the bytes written on conn have not
-// been sent at all (notSent): the reset that follows drops them, so the
-// upstream cannot have the whole write. When that cannot be read, the
-// bytes may all have left: the answer is false, and the delivery uncertain.
-func tailUnsent(conn net.Conn) bool {
+// abortTailUnsent reads whether some of the bytes written on conn have not
+// been sent at all (notSent) and resets conn at once (abortConn), which
+// drops them: then the upstream cannot have the whole write. When that
+// cannot be read, the bytes may all have left: the answer is false, and
+// the delivery uncertain. The read and the reset are two system calls: a
+// window update from the upstream between them (microseconds) can still
+// let the tail out, the one race this classification leaves (see
+// docs/guarantee.md).
+func abortTailUnsent(conn net.Conn) bool {
 	ns, err := notSent(conn)
+	abortConn(conn)
 	return err == nil && ns > 0
 }
 

@@ -337,11 +337,11 @@ func (c *upstreamConn) unsent(err error) error {
 func (t *Transport) roundTripStd(req *http.Request) (*http.Response, error) {
 	var got atomic.Bool
 	ctx := httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { got.Store(true) }})
-	rt := t.std
-	if !DeliverBy(req.Context()).IsZero() {
+	rt, leased := t.std, !DeliverBy(req.Context()).IsZero()
+	if leased {
 		rt = t.leased
 	}
-	resp, err := RoundTripBefore(rt, req.WithContext(ctx))
+	resp, err := RoundTripBefore(rt, noReplay(req.WithContext(ctx), leased))
 	if err != nil && !got.Load() {
 		return nil, fmt.Errorf("%w: %w", ErrNothingSent, err)
 	}

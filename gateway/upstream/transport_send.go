@@ -66,12 +66,17 @@ func (c *upstreamConn) awaitAcked(ctx context.Context, by time.Time) error {
 			return nil
 		case err != nil:
 			return fmt.Errorf("delivery to %s: %w", c.addr, err)
-		case n == 0:
-			return nil
 		}
+		// The clock is read after the queue: acknowledged whole counts as
+		// delivered only when seen before by. Seen after it (the process
+		// stalled, the poll came late), the acknowledgement may have come
+		// after the lapse: uncertain.
 		now := time.Now()
 		if !now.Before(by) {
 			return lapsedUnacked(c.conn, c.addr, n)
+		}
+		if n == 0 {
+			return nil
 		}
 		next := nextPoll(now, by, wait)
 		if peek {
@@ -103,13 +108,17 @@ func (c *upstreamConn) peekUntil(ctx context.Context, t time.Time) (bool, error)
 }
 
 // lapsedUnacked is the error of a write whose deadline came with n bytes
-// unacknowledged on conn. Bytes not yet sent (held by the upstream's
-// closed window) are dropped by the reset that follows, so the upstream
+// unacknowledged on conn; it resets conn. Bytes not yet sent (held by the
+// upstream's closed window) are dropped by the reset, so the upstream
 // cannot have the whole write: a delivery cut. When every byte had left,
 // the upstream may hold all of it and only not have acknowledged it yet (a
-// delayed ACK): the delivery is uncertain, never reported as a cut.
+// delayed ACK): the delivery is uncertain, never reported as a cut. So it
+// is when all was acknowledged but that was seen only after the deadline.
 func lapsedUnacked(conn net.Conn, addr string, n int) error {
-	if tailUnsent(conn) {
+	if n == 0 {
+		return fmt.Errorf("%w: %s acknowledged all of it, but that was seen only after the deadline", errDeliveryUncertain, addr)
+	}
+	if abortTailUnsent(conn) {
 		return fmt.Errorf("%w: %s had not acknowledged %d bytes of it", errDeliveryCut, addr, n)
 	}
 	return fmt.Errorf("%w: all of it may have left, %s had not acknowledged %d bytes", errDeliveryUncertain, addr, n)
