@@ -111,7 +111,7 @@ func TestAuditJunkFloodKeepsHistory(t *testing.T) {
 // drops junk only: the stale refusal and the grant recorded after it are
 // kept and written, and 20,000 junk names on one route are one entry.
 func TestAuditRecorderClassBudgets(t *testing.T) {
-	a, store, reader := newRecorder(t, audit.AuditOptions{Interval: time.Hour, MaxPending: 100, JunkMaxPending: 100})
+	a, store, reader := newRecorder(t, audit.Options{Interval: time.Hour, MaxPending: 100, JunkMaxPending: 100})
 	now := time.Now()
 	for i := range 20000 {
 		a.Refused(now, wire.Rejection{Resource: fmt.Sprintf("tenant-%d", i), Decision: string(tokens.DecisionMissing),

@@ -96,7 +96,7 @@ func TestTLSGuardListenerHandshakes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln := guard.GuardListener(tcp, guard.GuardOptions{TLS: tc, HandshakeTimeout: 300 * time.Millisecond})
+	ln := guard.NewListener(tcp, guard.ListenerOptions{TLS: tc, HandshakeTimeout: 300 * time.Millisecond})
 	silent, err := net.Dial("tcp", tcp.Addr().String())
 	if err != nil {
 		t.Fatal(err)

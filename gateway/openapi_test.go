@@ -42,7 +42,7 @@ func TestControlAPIMatchesSpec(t *testing.T) {
 		t.Fatal(err)
 	}
 	var served []string
-	h := control.NewControlRouter(control.ControlOptions{Metrics: http.NotFoundHandler(), Pprof: true})
+	h := control.NewRouter(control.Options{Metrics: http.NotFoundHandler(), Pprof: true})
 	err = chi.Walk(h, func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
 		served = append(served, method+" "+route)
 		return nil
@@ -114,7 +114,7 @@ func TestProxyPathItem(t *testing.T) {
 func problemTypes(t *testing.T) map[string]int {
 	t.Helper()
 	types := map[string]int{}
-	for _, k := range problem.ProblemKinds() {
+	for _, k := range problem.Kinds() {
 		if _, dup := types[k.Type]; dup {
 			t.Errorf("the catalogue lists %s twice", k.Type)
 		}
