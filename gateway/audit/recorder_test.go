@@ -1,8 +1,9 @@
-package gateway_test
+package audit_test
 
 import (
 	"context"
 	"fmt"
+	"github.com/fencegw/fencegw/internal/testutil/teststore"
 	"path/filepath"
 	"testing"
 	"time"
@@ -18,14 +19,14 @@ import (
 	"github.com/fencegw/fencegw/tokens/boltstore"
 )
 
-func newRecorder(t *testing.T, o audit.Options) (*audit.Recorder, *auditCountingStore, *sdkmetric.ManualReader) {
+func newRecorder(t *testing.T, o audit.Options) (*audit.Recorder, *teststore.AuditCounter, *sdkmetric.ManualReader) {
 	t.Helper()
 	bs, err := boltstore.Open(filepath.Join(t.TempDir(), "fencegw.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { bs.Close() })
-	store := &auditCountingStore{Store: bs}
+	store := &teststore.AuditCounter{Store: bs}
 	reader := sdkmetric.NewManualReader()
 	o.MeterProvider = sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	a, err := audit.NewRecorder(store, o)
@@ -97,8 +98,8 @@ func TestAuditRecorderCounts(t *testing.T) {
 		t.Fatalf("entries: %+v", es)
 	}
 	// Nothing changed: nothing is written.
-	puts := store.puts.Load()
-	if err := a.Flush(context.Background()); err != nil || store.puts.Load() != puts {
+	puts := store.Puts.Load()
+	if err := a.Flush(context.Background()); err != nil || store.Puts.Load() != puts {
 		t.Fatalf("a flush with nothing new wrote (%v)", err)
 	}
 }
@@ -113,7 +114,7 @@ func TestAuditRecorderBoundsMemory(t *testing.T) {
 	// Events of an interval that has ended: once written, their entries
 	// are forgotten.
 	at := time.Now().Add(-time.Hour)
-	store.down.Store(true)
+	store.Down.Store(true)
 	for i := range 150 {
 		a.Refused(at, stale(fmt.Sprintf("r%d", i), 1), "")
 	}
@@ -128,7 +129,7 @@ func TestAuditRecorderBoundsMemory(t *testing.T) {
 		t.Fatalf("pending %d, dropped %d, write failures %d; want 100, 50, 1", a.Pending(),
 			sumCounter(t, reader, "fencegw.audit.dropped"), sumCounter(t, reader, "fencegw.audit.write_failures"))
 	}
-	store.down.Store(false)
+	store.Down.Store(false)
 	if err := a.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
