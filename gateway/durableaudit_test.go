@@ -3,7 +3,6 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
-	"github.com/fencegw/fencegw/internal/testutil/teststore"
 	"net/http"
 	"net/url"
 	"sync"
@@ -14,6 +13,7 @@ import (
 	"github.com/fencegw/fencegw/wire"
 
 	"github.com/fencegw/fencegw/gateway"
+	"github.com/fencegw/fencegw/internal/testutil/teststore"
 	"github.com/fencegw/fencegw/tokens"
 )
 

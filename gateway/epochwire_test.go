@@ -3,7 +3,6 @@ package gateway_test
 import (
 	"bufio"
 	"context"
-	"github.com/fencegw/fencegw/internal/testutil/testtimeline"
 	"net/http"
 	"net/url"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fencegw/fencegw/internal/testutil/testbrowser"
+	"github.com/fencegw/fencegw/internal/testutil/testtimeline"
 )
 
 // beyondDoubles is the first integer a JavaScript number cannot hold: as a

@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"github.com/fencegw/fencegw/internal/testutil/testtimeline"
 	"net/http"
 	"strconv"
 	"testing"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/internal/testutil/testbrowser"
+	"github.com/fencegw/fencegw/internal/testutil/testtimeline"
 )
 
 // TestUITimelineOfAGateway drives the timeline page of a real gateway in

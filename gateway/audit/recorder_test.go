@@ -3,7 +3,6 @@ package audit_test
 import (
 	"context"
 	"fmt"
-	"github.com/fencegw/fencegw/internal/testutil/teststore"
 	"path/filepath"
 	"testing"
 	"time"
@@ -15,6 +14,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/fencegw/fencegw/internal/testutil/teststore"
 	"github.com/fencegw/fencegw/tokens"
 	"github.com/fencegw/fencegw/tokens/boltstore"
 )
