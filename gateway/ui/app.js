@@ -527,9 +527,8 @@ function drawRefusal(root, r, top, x) {
 
 // ---- Tables -----------------------------------------------------------
 
-// fillTable replaces the rows of the table body id: one row per item,
-// filled by fill(tr, item), or, without items, one cell across colspan
-// columns saying empty.
+// fillTable fills the table body id with one row per item (fill(tr, item)),
+// or, without items, with one cell across colspan columns saying empty.
 function fillTable(id, items, colspan, empty, fill) {
   const body = $(id);
   body.replaceChildren();
@@ -542,8 +541,7 @@ function drawGrantTable(grants) {
   fillTable('grants', grants, 7, 'No lease events in the loaded audit.', (tr, g) => {
     el('td', {}, tr, String(g.epoch));
     el('td', {}, tr, g.holder);
-    el('td', { class: 'time' }, tr, isoCell(g.start));
-    el('td', { class: 'time' }, tr, isoCell(g.end));
+    for (const at of [g.start, g.end]) el('td', { class: 'time' }, tr, isoCell(at));
     for (const v of [g.how, g.renewCount, [...g.replicas].join(', ') || '—']) el('td', {}, tr, String(v));
   });
 }
