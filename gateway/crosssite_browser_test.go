@@ -51,7 +51,7 @@ func TestControlRefusesCrossSitePageInBrowser(t *testing.T) {
 	t.Cleanup(page.Close)
 
 	b := testbrowser.Start(t)
-	ctx := browserCtx(t, b, 30*time.Second)
+	ctx := b.ContextFor(t, 30*time.Second)
 	if err := chromedp.Do(ctx, chromedp.Navigate(page.URL)); err != nil {
 		t.Fatal(err)
 	}

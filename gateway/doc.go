@@ -8,7 +8,7 @@
 // the control API (gateway/control) and its page (gateway/ui). New composes
 // the proxy's parts; server wires the control API.
 //
-// On a guard.GuardListener (with guard.ConnContext installed on the
+// On a guard.NewListener (with guard.ConnContext installed on the
 // server), a request that breaks HTTP/1.1 framing gets 400 (431 for a head over the limit, 501
 // for a transfer coding other than chunked) and nothing of it is forwarded;
 // the connection closes after the answer.

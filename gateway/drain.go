@@ -183,7 +183,7 @@ func writeDrainError(w http.ResponseWriter, r *http.Request, a reqctx.Admission,
 		err = problem.RefuseCause(problem.KindUpstreamSlow, "writes at an earlier epoch to this resource were still at the upstream "+
 			"when the exchange deadline passed; nothing of this write was forwarded", ctxErr)
 	}
-	p := problem.ProblemOf(err)
+	p := problem.Of(err)
 	if stale, ok := errors.AsType[*tokens.StaleEpochError](err); ok {
 		// Admitted, then superseded: not the fence's refusal of a stale
 		// epoch, whose write never took effect.
@@ -200,7 +200,7 @@ func writeDrainError(w http.ResponseWriter, r *http.Request, a reqctx.Admission,
 	if rt, ok := reqctx.RouteFrom(r.Context()); ok && a.Holder == "" && rt.Tokens != policy.TokensSigned {
 		p = rawAnswer(p, err, r, nil) // a raw epoch's caller learns no epoch
 	}
-	problem.WriteProblem(w, r, p)
+	problem.Write(w, r, p)
 }
 
 // answerWriter calls answered once, when the answer's final head is

@@ -3,7 +3,6 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"net/url"
 	"sync"
@@ -14,25 +13,9 @@ import (
 	"github.com/fencegw/fencegw/wire"
 
 	"github.com/fencegw/fencegw/gateway"
+	"github.com/fencegw/fencegw/internal/testutil/teststore"
 	"github.com/fencegw/fencegw/tokens"
 )
-
-// auditCountingStore counts the audit writes that reach its store, and
-// fails them while down.
-type auditCountingStore struct {
-	tokens.Store
-	puts, entries atomic.Int64
-	down          atomic.Bool
-}
-
-func (s *auditCountingStore) PutAudit(ctx context.Context, es []tokens.AuditEntry) error {
-	if s.down.Load() {
-		return &tokens.UnavailableError{Op: "audit", Err: errors.New("store down (test)")}
-	}
-	s.puts.Add(1)
-	s.entries.Add(int64(len(es)))
-	return s.Store.PutAudit(ctx, es)
-}
 
 // rejectionsOf lists the audit of refusals through g with query q.
 func (g *gw) rejectionsOf(t *testing.T, q url.Values) wire.Rejections {
@@ -198,7 +181,7 @@ func staleCount(t *testing.T, g *gw) (entries int, count int64) {
 func TestAuditStormIsAggregated(t *testing.T) {
 	for _, b := range backends() {
 		t.Run(b.name, func(t *testing.T) {
-			store := &auditCountingStore{Store: b.fresh(t)(t)}
+			store := &teststore.AuditCounter{Store: b.fresh(t)(t)}
 			g := newGatewayWith(t, store, newUpstream(t), gatewayOptions{auditFlush: time.Minute, auditInterval: time.Hour}, leaseRoutes...)
 			if w := g.write(t, "/raw/x", "2"); w.status != http.StatusCreated {
 				t.Fatalf("write at epoch 2: %d %s", w.status, w.body)
@@ -208,7 +191,7 @@ func TestAuditStormIsAggregated(t *testing.T) {
 			if entries, count := staleCount(t, g); entries < 1 || entries > 2 || count != 2000 {
 				t.Fatalf("the storm is %d entries counting %d refusals; want 1 or 2 counting 2000", entries, count)
 			}
-			if puts, entries := store.puts.Load(), store.entries.Load(); puts != 1 || entries > 2 {
+			if puts, entries := store.Puts.Load(), store.Entries.Load(); puts != 1 || entries > 2 {
 				t.Fatalf("the storm cost %d audit writes of %d entries; want 1 of at most 2", puts, entries)
 			}
 		})
@@ -226,20 +209,20 @@ func TestAuditWaitsOutAStoreOutage(t *testing.T) {
 			if b.outage != nil {
 				f, stop, restart = b.outage(t)
 			}
-			store := &auditCountingStore{Store: f(t)}
+			store := &teststore.AuditCounter{Store: f(t)}
 			g := newGatewayWith(t, store, newUpstream(t), gatewayOptions{auditFlush: time.Minute}, leaseRoutes...)
 			if w := g.write(t, "/raw/x", "2"); w.status != http.StatusCreated {
 				t.Fatalf("write at epoch 2: %d %s", w.status, w.body)
 			}
 			stop()
-			store.down.Store(true)
+			store.Down.Store(true)
 			staleStorm(t, g, 300)
 			if err := g.server.FlushAudit(context.Background()); err == nil {
 				t.Fatal("flushing the audit while the store is down succeeded")
 			}
 			staleStorm(t, g, 200)
 			restart()
-			store.down.Store(false)
+			store.Down.Store(false)
 			deadline := time.Now().Add(30 * time.Second)
 			for g.server.FlushAudit(context.Background()) != nil {
 				if time.Now().After(deadline) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fencegw/fencegw/internal/testutil/testbrowser"
+	"github.com/fencegw/fencegw/internal/testutil/testtimeline"
 )
 
 // beyondDoubles is the first integer a JavaScript number cannot hold: as a
@@ -62,10 +63,10 @@ func TestEpochBeyondDoublesRoundTrips(t *testing.T) {
 			if b.name != "embedded" {
 				return // the page reads the same JSON whatever the store
 			}
-			checkTimeline(t, testbrowser.Start(t), g.api.URL, timelineWant{
+			testtimeline.Check(t, testbrowser.Start(t), g.api.URL, testtimeline.Want{
 				Resource:  "invoice-sweeper",
-				Grants:    []wantGrant{{Holder: "node-a", Epoch: beyondDoubles, Ended: "held"}},
-				Refusals:  []wantRefusal{{Decision: "stale", Presented: beyondDoubles - 1, Current: beyondDoubles, Count: 1}},
+				Grants:    []testtimeline.Grant{{Holder: "node-a", Epoch: beyondDoubles, Ended: "held"}},
+				Refusals:  []testtimeline.Refusal{{Decision: "stale", Presented: beyondDoubles - 1, Current: beyondDoubles, Count: 1}},
 				Resources: []string{"invoice-sweeper"},
 			})
 			mustHold(t, "release (string)", g.leaseCall(t, "invoice-sweeper", "release", `{"holder":"node-a","epoch":"9007199254740993"}`, nil), "")

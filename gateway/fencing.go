@@ -38,7 +38,7 @@ func Fencing(fence *tokens.Fence, routes *Routes, obs *observe.Observer, refusal
 				next.ServeHTTP(w, r)
 				return
 			}
-			p := problem.ProblemOf(err)
+			p := problem.Of(err)
 			p.Route = rt.Name
 			if p.Resource == "" {
 				p.Resource = a.Resource
@@ -57,7 +57,7 @@ func Fencing(fence *tokens.Fence, routes *Routes, obs *observe.Observer, refusal
 			if a.Holder == "" && rt.Tokens != policy.TokensSigned {
 				p = rawAnswer(p, err, r, routes)
 			}
-			problem.WriteProblem(w, r, p)
+			problem.Write(w, r, p)
 		})
 	}
 }

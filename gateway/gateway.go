@@ -38,14 +38,14 @@ type Options struct {
 	UpstreamTimeout time.Duration
 	// Idempotency tunes at-most-once writes (see Idempotency); its records
 	// live in the Fence's store.
-	Idempotency idempotency.IdempotencyOptions
+	Idempotency idempotency.Options
 	// Refusals throttles the log lines of refused writes and failed
 	// exchanges (a RefusalLog of its own over Logger when nil); share one
 	// with the control API so that one cap holds for both.
 	Refusals *observe.RefusalLog
 }
 
-// New returns the proxy handler: on connections of a GuardListener the
+// New returns the proxy handler: on connections of a guard listener (guard.NewListener) the
 // answer to requests that broke framing (see guard.Guarded), then path check and
 // route matching, the body limit, the fencing decision, the exchange
 // deadline, at-most-once writes (Idempotency-Key), the drain of earlier
@@ -71,7 +71,7 @@ func New(o Options) http.Handler {
 	h = smallBodies(upstream.ErrorHandler(o.Logger, o.Observer, o.Refusals))(h)
 	h = upstream.DeliverBeforeLapse(o.Observer)(h)
 	h = DrainEarlierEpochs(o.Fence.Cached, o.Observer)(h)
-	h = idempotency.Idempotency(o.Fence.Store(), o.Idempotency, o.Observer, o.Logger)(h)
+	h = idempotency.Middleware(o.Fence.Store(), o.Idempotency, o.Observer, o.Logger)(h)
 	if o.UpstreamTimeout > 0 {
 		h = Deadline(o.UpstreamTimeout)(h)
 	}

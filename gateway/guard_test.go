@@ -110,7 +110,7 @@ func (c countingConn) Read(p []byte) (int, error) {
 }
 
 // guardedGateway serves the gateway the way fencegw serve does: an
-// http.Server with ConnContext on a GuardListener, /email/ routed to up
+// http.Server with ConnContext on a guard.NewListener, /email/ routed to up
 // with raw epochs and the resource from Fencing-Resource, /down/ to an
 // upstream that is not there. Every exchange
 // is checked against openapi.yaml.
@@ -125,7 +125,7 @@ func guardedGateway(t *testing.T, up *rawUpstream, tc *tls.Config) string {
 		t.Fatal(err)
 	}
 	srv := &http.Server{Handler: trafficChecker(t).Proxy(t.Name(), h), ConnContext: guard.ConnContext, MaxHeaderBytes: 4096, ReadHeaderTimeout: 5 * time.Second}
-	gl := guard.GuardListener(ln, guard.GuardOptions{MaxHeaderBytes: 4096, TLS: tc})
+	gl := guard.NewListener(ln, guard.ListenerOptions{MaxHeaderBytes: 4096, TLS: tc})
 	done := make(chan struct{})
 	go func() { srv.Serve(gl); close(done) }()
 	t.Cleanup(func() { srv.Close(); <-done })
@@ -202,7 +202,7 @@ var framingAttacks = []struct {
 	{"head too large", []string{fencedPost + "X-Big: " + strings.Repeat("a", 9000) + "\r\n\r\n"}, 431, problem.TypeHeaderTooLarge},
 }
 
-// TestFramingAttacksRefused: through a real server on a GuardListener, each
+// TestFramingAttacksRefused: through a real server on a guard.NewListener, each
 // attack gets its problem and Connection: close, and the upstream receives
 // not a single byte; a valid request pipelined before it is served.
 func TestFramingAttacksRefused(t *testing.T) {

@@ -30,7 +30,7 @@ func keyed(t *testing.T, g *gw, path, token, key, body string) answer {
 	t.Helper()
 	h := map[string]string{gateway.TokenHeader: token}
 	if key != "" {
-		h[idempotency.IdempotencyKeyHeader] = key
+		h[idempotency.KeyHeader] = key
 	}
 	return do(t, http.MethodPost, g.proxy.URL+path, h, body)
 }
@@ -39,7 +39,7 @@ func keyed(t *testing.T, g *gw, path, token, key, body string) answer {
 func (u *testUpstream) forwards(k string) int {
 	n := 0
 	for _, r := range u.requests() {
-		if r.Header.Get(idempotency.IdempotencyKeyHeader) == k {
+		if r.Header.Get(idempotency.KeyHeader) == k {
 			n++
 		}
 	}
@@ -244,7 +244,7 @@ func TestIdempotencyMetrics(t *testing.T) {
 	g := newGatewayWith(t, boltFresh(t)(t), up, gatewayOptions{observed: o}, idemRoutes...)
 	h, traceID := traceparent(1)
 	r := do(t, http.MethodPost, g.proxy.URL+"/raw/x", map[string]string{gateway.TokenHeader: "1",
-		idempotency.IdempotencyKeyHeader: "k", "traceparent": h}, "a")
+		idempotency.KeyHeader: "k", "traceparent": h}, "a")
 	if r.status != http.StatusCreated {
 		t.Fatalf("first = %d", r.status)
 	}

@@ -46,7 +46,7 @@ func digestUpstream(t *testing.T) (*testUpstream, *keyCounts) {
 	counts := &keyCounts{}
 	u := &testUpstream{}
 	u.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		counts.add(r.Header.Get(idempotency.IdempotencyKeyHeader))
+		counts.add(r.Header.Get(idempotency.KeyHeader))
 		if strings.HasSuffix(r.URL.Path, "/early") {
 			w.WriteHeader(http.StatusCreated)
 			io.WriteString(w, "early")
@@ -93,7 +93,7 @@ func sendBody(t *testing.T, g *gw, path, key string, body io.Reader, size int64)
 	}
 	req.ContentLength = size
 	req.Header.Set(gateway.TokenHeader, "1")
-	req.Header.Set(idempotency.IdempotencyKeyHeader, key)
+	req.Header.Set(idempotency.KeyHeader, key)
 	return send(t, req)
 }
 

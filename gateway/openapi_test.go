@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"fmt"
 	"net/http"
 	"reflect"
 	"slices"
@@ -9,63 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fencegw/fencegw/gateway/control"
-	"github.com/fencegw/fencegw/gateway/problem"
-
 	"github.com/fencegw/fencegw/wire"
-
-	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/go-chi/chi/v5"
 )
-
-// specOperations lists "METHOD path" for every operation of the spec's
-// control API (every path but /{proxied}).
-func specOperations(doc *openapi3.T) []string {
-	var ops []string
-	for path, item := range doc.Paths.Map() {
-		if path == proxiedPath {
-			continue
-		}
-		for method := range item.Operations() {
-			ops = append(ops, method+" "+path)
-		}
-	}
-	sort.Strings(ops)
-	return ops
-}
-
-// TestControlAPIMatchesSpec compares the control API's routes with
-// openapi.yaml's paths and methods, both ways.
-func TestControlAPIMatchesSpec(t *testing.T) {
-	doc, err := loadSpec()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var served []string
-	h := control.NewControlRouter(control.ControlOptions{Metrics: http.NotFoundHandler(), Pprof: true})
-	err = chi.Walk(h, func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
-		served = append(served, method+" "+route)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sort.Strings(served)
-	inSpec := specOperations(doc)
-	for _, op := range inSpec {
-		if !slices.Contains(served, op) {
-			t.Errorf("the spec has %s; the control API does not serve it", op)
-		}
-	}
-	for _, op := range served {
-		if !slices.Contains(inSpec, op) {
-			t.Errorf("the control API serves %s; the spec does not have it", op)
-		}
-	}
-	if len(inSpec) == 0 || len(served) == 0 {
-		t.Fatalf("nothing to compare: spec %v, router %v", inSpec, served)
-	}
-}
 
 // TestProxyPathItem checks the path item standing for the proxy: on its own
 // server, every method OpenAPI can name, the same answers for each.
@@ -105,74 +49,6 @@ func TestProxyPathItem(t *testing.T) {
 		}
 		if op.Responses.Status(http.StatusServiceUnavailable).Value.Headers["Retry-After"] == nil {
 			t.Errorf("%s %s 503: no Retry-After", m, proxiedPath)
-		}
-	}
-}
-
-// problemTypes returns the catalogue's problem types, by type, each with
-// its status.
-func problemTypes(t *testing.T) map[string]int {
-	t.Helper()
-	types := map[string]int{}
-	for _, k := range problem.ProblemKinds() {
-		if _, dup := types[k.Type]; dup {
-			t.Errorf("the catalogue lists %s twice", k.Type)
-		}
-		types[k.Type] = k.Status
-	}
-	return types
-}
-
-// TestProblemTypesMatchSpec: the Problem schema lists exactly the problem
-// types of the catalogue, and each has one schema fixing its type and the
-// catalogue's status.
-func TestProblemTypesMatchSpec(t *testing.T) {
-	doc, err := loadSpec()
-	if err != nil {
-		t.Fatal(err)
-	}
-	code := problemTypes(t)
-	var inSpec []string
-	for _, v := range doc.Components.Schemas["Problem"].Value.Properties["type"].Value.Enum {
-		inSpec = append(inSpec, v.(string))
-	}
-	for v := range code {
-		if !slices.Contains(inSpec, v) {
-			t.Errorf("the catalogue's %s is not in the spec's Problem.type", v)
-		}
-	}
-	for _, v := range inSpec {
-		if _, ok := code[v]; !ok {
-			t.Errorf("the spec's Problem.type %s is not in the catalogue", v)
-		}
-	}
-	// One *Problem schema per type, fixing its type and status.
-	schemaOf := map[string][]string{}
-	for name, s := range doc.Components.Schemas {
-		if !strings.HasSuffix(name, "Problem") || name == "Problem" {
-			continue
-		}
-		var typ, status any
-		for _, part := range s.Value.AllOf {
-			if p := part.Value.Properties["type"]; p != nil && p.Value.Const != nil {
-				typ = p.Value.Const
-			}
-			if p := part.Value.Properties["status"]; p != nil && p.Value.Const != nil {
-				status = p.Value.Const
-			}
-		}
-		if typ == nil || status == nil {
-			t.Errorf("schema %s does not fix type and status", name)
-			continue
-		}
-		schemaOf[typ.(string)] = append(schemaOf[typ.(string)], name)
-		if want, ok := code[typ.(string)]; ok && fmt.Sprint(status) != fmt.Sprint(want) {
-			t.Errorf("schema %s fixes status %v for %s, the catalogue says %d", name, status, typ, want)
-		}
-	}
-	for v := range code {
-		if len(schemaOf[v]) != 1 {
-			t.Errorf("problem type %s has schemas %v, want one", v, schemaOf[v])
 		}
 	}
 }

@@ -36,7 +36,7 @@ func TestMetricsNeedAKey(t *testing.T) {
 		{"no keys", nil, false, "", 200},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			api := httptest.NewServer(control.NewControlAPI(control.ControlOptions{Metrics: metrics, Keys: c.keys, MetricsPublic: c.public}))
+			api := httptest.NewServer(control.NewAPI(control.Options{Metrics: metrics, Keys: c.keys, MetricsPublic: c.public}))
 			t.Cleanup(api.Close)
 			header := map[string]string{}
 			if c.key != "" {

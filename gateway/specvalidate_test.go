@@ -16,6 +16,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/fencegw/fencegw/internal/testutil/testspec"
 	"github.com/fencegw/fencegw/wire"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -25,28 +26,15 @@ import (
 	"golang.org/x/text/unicode/norm"
 )
 
-// specPath is the contract every test gateway's traffic is checked against.
-const specPath = "../openapi.yaml"
+// specPath names the contract every test gateway's traffic is checked
+// against, in messages.
+const specPath = "openapi.yaml"
 
 // proxiedPath is the path item that stands for every path of the proxy.
-const proxiedPath = "/{proxied}"
+const proxiedPath = testspec.ProxiedPath
 
-// loadSpec loads and validates openapi.yaml. kin-openapi reads the
-// document's openapi field and validates a 3.1 document as 3.1 (JSON Schema
-// 2020-12), without options.
-func loadSpec() (*openapi3.T, error) {
-	doc, err := openapi3.NewLoader().LoadFromFile(specPath)
-	if err != nil {
-		return nil, fmt.Errorf("load %s: %w", specPath, err)
-	}
-	if !doc.IsOpenAPI31OrLater() || doc.IsOpenAPI32OrLater() {
-		return nil, fmt.Errorf("%s: openapi %q, want 3.1.x", specPath, doc.OpenAPI)
-	}
-	if err := doc.Validate(context.Background()); err != nil {
-		return nil, fmt.Errorf("validate %s: %w", specPath, err)
-	}
-	return doc, nil
-}
+// loadSpec loads and validates openapi.yaml (see testspec.Load).
+var loadSpec = testspec.Load
 
 // specChecker validates what test gateways receive and answer against the
 // spec and keeps every violation:

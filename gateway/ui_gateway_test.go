@@ -10,6 +10,7 @@ import (
 
 	"github.com/fencegw/fencegw/gateway"
 	"github.com/fencegw/fencegw/internal/testutil/testbrowser"
+	"github.com/fencegw/fencegw/internal/testutil/testtimeline"
 )
 
 // TestUITimelineOfAGateway drives the timeline page of a real gateway in
@@ -59,19 +60,19 @@ func TestUITimelineOfAGateway(t *testing.T) {
 			a.flushAudit(t)
 			bee.flushAudit(t)
 
-			checkTimeline(t, browser, bee.api.URL, timelineWant{
+			testtimeline.Check(t, browser, bee.api.URL, testtimeline.Want{
 				Resource: "invoice-sweeper",
-				Grants: []wantGrant{
+				Grants: []testtimeline.Grant{
 					{Holder: "node-a", Epoch: int64(first.Epoch), Ended: "lapsed"},
 					{Holder: "node-b", Epoch: int64(second.Epoch), Ended: "held"},
 				},
-				Refusals:  []wantRefusal{{Decision: "stale", Presented: int64(first.Epoch), Current: int64(second.Epoch), Count: 1}},
+				Refusals:  []testtimeline.Refusal{{Decision: "stale", Presented: int64(first.Epoch), Current: int64(second.Epoch), Count: 1}},
 				LockDelay: true,
 				Resources: []string{"invoice-sweeper"},
 				TraceURLs: []string{"https://tracing.example/trace/" + traceID},
 			})
 			if b.name == "postgres" {
-				saveTimelineScreenshot(t, browser)
+				testtimeline.SaveScreenshot(t, browser)
 			}
 		})
 	}

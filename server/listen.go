@@ -133,10 +133,10 @@ func (s *Server) limitConnections(ls *Listeners) error {
 	return nil
 }
 
-// guardListener guards the proxy's connections (guard.GuardListener),
+// guardListener guards the proxy's connections (guard.NewListener),
 // terminating TLS itself when c.TLS is set.
 func guardListener(ln net.Listener, c config.Config, log *slog.Logger) (net.Listener, error) {
-	o := guard.GuardOptions{MaxHeaderBytes: c.MaxHeaderBytes, HandshakeTimeout: c.ReadHeaderTimeout.D(), Logger: log}
+	o := guard.ListenerOptions{MaxHeaderBytes: c.MaxHeaderBytes, HandshakeTimeout: c.ReadHeaderTimeout.D(), Logger: log}
 	if c.TLS != nil {
 		tc, err := c.TLS.ServerConfig()
 		if err != nil {
@@ -146,7 +146,7 @@ func guardListener(ln net.Listener, c config.Config, log *slog.Logger) (net.List
 		tc.NextProtos = []string{"h2", "http/1.1"}
 		o.TLS = tc
 	}
-	return guard.GuardListener(ln, o), nil
+	return guard.NewListener(ln, o), nil
 }
 
 // tlsListener wraps ln in TLS when t is set.

@@ -95,7 +95,7 @@ type Server struct {
 	reclaim   *reclaimLoop // ended leases' records, after leases.retention
 	// audit records the durable audit; stopAudit ends its writing (with
 	// a last flush), then audited closes.
-	audit     *audit.AuditRecorder
+	audit     *audit.Recorder
 	stopAudit context.CancelFunc
 	audited   chan struct{}
 	// clock is the wall clock handed down; stopClock ends its reader.
@@ -144,7 +144,7 @@ func New(ctx context.Context, c config.Config, o Options) (s *Server, err error)
 		}
 		s.ownsStore = true
 	}
-	if s.audit, err = audit.NewAuditRecorder(s.store, audit.AuditOptions{Replica: replicaName(c.Audit.Replica),
+	if s.audit, err = audit.NewRecorder(s.store, audit.Options{Replica: replicaName(c.Audit.Replica),
 		Interval: c.Audit.Interval.D(), Flush: c.Audit.Flush.D(), MaxPending: c.Audit.History.MaxPending, JunkMaxPending: c.Audit.Junk.MaxPending,
 		StoreTimeout: c.StoreTimeout.D(), Logger: s.log, MeterProvider: s.tel.MeterProvider, Clock: s.clock}); err != nil {
 		return nil, err
@@ -186,7 +186,7 @@ func (s *Server) handlers(c config.Config, o Options) {
 	refusals := observe.NewRefusalLog(s.log, observe.RefusalLogOptions{LinesPerSecond: c.LogRefusalsPerSecond})
 	s.proxy = gateway.New(gateway.Options{Routes: s.routes, Fence: s.fence, Transport: s.transport, Logger: s.log, Refusals: refusals,
 		MaxBodyBytes: c.MaxBodyBytes, UpstreamTimeout: c.UpstreamTimeout.D(), Observer: s.obs,
-		Idempotency: idempotency.IdempotencyOptions{TTL: c.Idempotency.TTL.D(), MaxAnswerBytes: c.Idempotency.MaxAnswerBytes,
+		Idempotency: idempotency.Options{TTL: c.Idempotency.TTL.D(), MaxAnswerBytes: c.Idempotency.MaxAnswerBytes,
 			// A write is in flight at most UpstreamTimeout; its outcome
 			// is recorded within StoreTimeout after.
 			InFlightFor: c.UpstreamTimeout.D() + c.StoreTimeout.D() + time.Second, SettleTimeout: c.StoreTimeout.D()}})
@@ -194,7 +194,7 @@ func (s *Server) handlers(c config.Config, o Options) {
 	if o.Telemetry != nil {
 		metrics = o.Telemetry.MetricsHandler()
 	}
-	s.control = control.NewControlAPI(control.ControlOptions{Fence: s.fence, Logger: s.log, Issuer: s.auth,
+	s.control = control.NewAPI(control.Options{Fence: s.fence, Logger: s.log, Issuer: s.auth,
 		JWKS: s.auth.Keys.JWKS, Keys: apiKeys(c), Observer: s.obs, Metrics: metrics, MetricsPublic: c.Telemetry.MetricsPublic, Draining: &s.draining,
 		Pprof: c.Telemetry.Pprof, LockDelay: c.LockDelay.D(), Stopping: s.stopping,
 		WatchHeartbeat: o.WatchHeartbeat, UITraceURL: c.UI.TraceURL, Refusals: refusals, Browser: browserOptions(c),

@@ -21,7 +21,7 @@ import (
 	"github.com/fencegw/fencegw/tokens"
 )
 
-// Defaults of AuditOptions.
+// Defaults of Options.
 const (
 	DefaultAuditInterval   = 10 * time.Second
 	DefaultAuditFlush      = time.Second
@@ -31,8 +31,8 @@ const (
 	DefaultAuditJunkMaxPending = 1000
 )
 
-// AuditOptions tune an AuditRecorder.
-type AuditOptions struct {
+// Options tune a Recorder.
+type Options struct {
 	// Replica names this gateway in the entries it records.
 	Replica string
 	// Interval is how long identical events are counted as one entry
@@ -63,7 +63,7 @@ type AuditOptions struct {
 	Clock tokens.Clock
 }
 
-// AuditRecorder records refused writes and lease events in the durable
+// Recorder records refused writes and lease events in the durable
 // audit (tokens.AuditStore) without slowing or failing a request: an event
 // only updates an entry in memory; Run writes the changed entries to the
 // store every Flush, in batches of tokens.AuditBatch, yielding between
@@ -83,9 +83,9 @@ type AuditOptions struct {
 // Each entry counts identical events of one replica (one process: its
 // entries' IDs include a random boot id) over one interval, and is written
 // whole, so a retried write counts nothing twice.
-type AuditRecorder struct {
+type Recorder struct {
 	store   tokens.AuditStore
-	o       AuditOptions
+	o       Options
 	boot    string
 	dropped metric.Int64Counter
 	failed  metric.Int64Counter
@@ -132,8 +132,8 @@ type auditSlot struct {
 	end   time.Time // when its interval ends
 }
 
-// NewAuditRecorder returns a recorder writing to store. Call Run to write.
-func NewAuditRecorder(store tokens.AuditStore, o AuditOptions) (*AuditRecorder, error) {
+// NewRecorder returns a recorder writing to store. Call Run to write.
+func NewRecorder(store tokens.AuditStore, o Options) (*Recorder, error) {
 	if o.Interval <= 0 {
 		o.Interval = DefaultAuditInterval
 	}
@@ -159,7 +159,7 @@ func NewAuditRecorder(store tokens.AuditStore, o AuditOptions) (*AuditRecorder, 
 	if _, err := rand.Read(b[:]); err != nil {
 		return nil, fmt.Errorf("audit boot id: %w", err)
 	}
-	a := &AuditRecorder{store: store, o: o, boot: hex.EncodeToString(b[:]), entries: make(map[auditKey]*auditSlot)}
+	a := &Recorder{store: store, o: o, boot: hex.EncodeToString(b[:]), entries: make(map[auditKey]*auditSlot)}
 	m := o.MeterProvider.Meter(auditInstrumentation)
 	var err1, err2 error
 	a.dropped, err1 = m.Int64Counter("fencegw.audit.dropped",
@@ -173,7 +173,7 @@ func NewAuditRecorder(store tokens.AuditStore, o AuditOptions) (*AuditRecorder, 
 }
 
 // Refused counts a refused write.
-func (a *AuditRecorder) Refused(at time.Time, rej wire.Rejection, traceID string) {
+func (a *Recorder) Refused(at time.Time, rej wire.Rejection, traceID string) {
 	var presented, current int64
 	if rej.PresentedEpoch != nil {
 		presented = int64(*rej.PresentedEpoch)
@@ -204,7 +204,7 @@ func IsJunk(d tokens.Decision) bool {
 // Renewals of one grant are counted as one entry per interval; every other
 // event is an entry of its own. An expiry's entry is the same whichever
 // replica notices it (at is the lapse), so it is written once.
-func (a *AuditRecorder) Lease(at time.Time, event string, l tokens.Lease, previous *tokens.Lease, traceID string) {
+func (a *Recorder) Lease(at time.Time, event string, l tokens.Lease, previous *tokens.Lease, traceID string) {
 	start := at.Truncate(a.o.Interval)
 	k := auditKey{stream: tokens.AuditLeases, start: start.UnixNano(), resource: l.Name, kind: event, holder: l.Holder,
 		epoch: l.Epoch}
@@ -229,7 +229,7 @@ func (a *AuditRecorder) Lease(at time.Time, event string, l tokens.Lease, previo
 // add counts one event at at into the entry of k, creating it (filled in
 // by fill) when there is room; an entry that exists takes fill's values
 // when at is its latest event.
-func (a *AuditRecorder) add(k auditKey, start, at time.Time, traceID string, fill func(*tokens.AuditEntry)) {
+func (a *Recorder) add(k auditKey, start, at time.Time, traceID string, fill func(*tokens.AuditEntry)) {
 	at = at.UTC()
 	a.mu.Lock()
 	s, ok := a.entries[k]
@@ -268,7 +268,7 @@ func (a *AuditRecorder) add(k auditKey, start, at time.Time, traceID string, fil
 
 // Run writes changed entries every Flush until ctx ends, then once more
 // (bounded by StoreTimeout) so that a clean shutdown loses nothing.
-func (a *AuditRecorder) Run(ctx context.Context) {
+func (a *Recorder) Run(ctx context.Context) {
 	t := time.NewTicker(a.o.Flush)
 	defer t.Stop()
 	for {
@@ -287,7 +287,7 @@ func (a *AuditRecorder) Run(ctx context.Context) {
 // and forgets the entries of ended intervals that are written. It returns
 // the store's error; entries it could not write stay changed and are
 // written by a later Flush.
-func (a *AuditRecorder) Flush(ctx context.Context) error {
+func (a *Recorder) Flush(ctx context.Context) error {
 	a.flushMu.Lock()
 	defer a.flushMu.Unlock()
 	batch, slots := a.changed()
@@ -336,7 +336,7 @@ func (a *AuditRecorder) Flush(ctx context.Context) error {
 
 // changed returns copies of the entries that changed since they were last
 // written, history before junk, and their slots, marked clean.
-func (a *AuditRecorder) changed() ([]tokens.AuditEntry, []*auditSlot) {
+func (a *Recorder) changed() ([]tokens.AuditEntry, []*auditSlot) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	var batch, junk []tokens.AuditEntry
@@ -358,7 +358,7 @@ func (a *AuditRecorder) changed() ([]tokens.AuditEntry, []*auditSlot) {
 }
 
 // Pending is the number of entries held in memory.
-func (a *AuditRecorder) Pending() int {
+func (a *Recorder) Pending() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return len(a.entries)

@@ -18,54 +18,68 @@ const (
 )
 
 func (c *control) rejections(w http.ResponseWriter, r *http.Request) {
-	entries, next, ok := c.auditPage(w, r, tokens.AuditRefusals)
-	if !ok {
-		return
+	if items, next, ok := auditItems(c, w, r, tokens.AuditRefusals, rejectionOf); ok {
+		writeJSON(w, http.StatusOK, wire.Rejections{Rejections: items, NextCursor: next})
 	}
-	out := wire.Rejections{Rejections: make([]wire.Rejection, 0, len(entries)), NextCursor: next}
-	for _, e := range entries {
-		rej := wire.Rejection{ID: e.ID, Resource: e.Resource, Decision: e.Kind, Holder: e.Holder,
-			Replica: e.Replica, Route: e.Route, Status: e.Status, Count: e.Count, First: e.First, Last: e.Last,
-			TraceIDs: nonNil(e.TraceIDs)}
-		if e.Epoch > 0 {
-			rej.PresentedEpoch = problem.EpochPtr(e.Epoch)
-		}
-		if e.CurrentEpoch > 0 {
-			rej.CurrentEpoch = problem.EpochPtr(e.CurrentEpoch)
-		}
-		out.Rejections = append(out.Rejections, rej)
-	}
-	writeJSON(w, http.StatusOK, out)
 }
 
 func (c *control) leaseHistory(w http.ResponseWriter, r *http.Request) {
-	entries, next, ok := c.auditPage(w, r, tokens.AuditLeases)
+	if items, next, ok := auditItems(c, w, r, tokens.AuditLeases, leaseRecordOf); ok {
+		writeJSON(w, http.StatusOK, wire.LeaseHistory{Events: items, NextCursor: next})
+	}
+}
+
+// auditItems is the page of stream that r asks for (see auditPage), each
+// entry converted by item, in the store's order; the slice is empty, never
+// nil, when the page is. ok is false when auditPage answered r.
+func auditItems[T any](c *control, w http.ResponseWriter, r *http.Request, stream tokens.AuditStream,
+	item func(tokens.AuditEntry) T) (items []T, next string, ok bool) {
+	entries, next, ok := c.auditPage(w, r, stream)
 	if !ok {
-		return
+		return nil, "", false
 	}
-	out := wire.LeaseHistory{Events: make([]wire.LeaseRecord, 0, len(entries)), NextCursor: next}
+	items = make([]T, 0, len(entries))
 	for _, e := range entries {
-		rec := wire.LeaseRecord{ID: e.ID, Name: e.Resource, Event: e.Kind, Holder: e.Holder, Epoch: wire.Epoch(e.Epoch),
-			Replica: e.Replica, Count: e.Count, First: e.First, Last: e.Last, PreviousHolder: e.PreviousHolder,
-			TraceIDs: nonNil(e.TraceIDs)}
-		if !e.ExpiresAt.IsZero() {
-			at := e.ExpiresAt
-			rec.ExpiresAt = &at
-		}
-		if e.TTL > 0 {
-			s := e.TTL.Seconds()
-			rec.TTLSeconds = &s
-		}
-		if e.Kind == tokens.LeaseAcquired || e.Kind == tokens.LeaseExpired {
-			s := e.LockDelay.Seconds()
-			rec.LockDelaySeconds = &s
-		}
-		if e.PreviousEpoch > 0 {
-			rec.PreviousEpoch = problem.EpochPtr(e.PreviousEpoch)
-		}
-		out.Events = append(out.Events, rec)
+		items = append(items, item(e))
 	}
-	writeJSON(w, http.StatusOK, out)
+	return items, next, true
+}
+
+// rejectionOf is a refusals entry as GET /v1/audit/rejections lists it.
+func rejectionOf(e tokens.AuditEntry) wire.Rejection {
+	rej := wire.Rejection{ID: e.ID, Resource: e.Resource, Decision: e.Kind, Holder: e.Holder,
+		Replica: e.Replica, Route: e.Route, Status: e.Status, Count: e.Count, First: e.First, Last: e.Last,
+		TraceIDs: nonNil(e.TraceIDs)}
+	if e.Epoch > 0 {
+		rej.PresentedEpoch = problem.EpochPtr(e.Epoch)
+	}
+	if e.CurrentEpoch > 0 {
+		rej.CurrentEpoch = problem.EpochPtr(e.CurrentEpoch)
+	}
+	return rej
+}
+
+// leaseRecordOf is a lease-events entry as GET /v1/audit/leases lists it.
+func leaseRecordOf(e tokens.AuditEntry) wire.LeaseRecord {
+	rec := wire.LeaseRecord{ID: e.ID, Name: e.Resource, Event: e.Kind, Holder: e.Holder, Epoch: wire.Epoch(e.Epoch),
+		Replica: e.Replica, Count: e.Count, First: e.First, Last: e.Last, PreviousHolder: e.PreviousHolder,
+		TraceIDs: nonNil(e.TraceIDs)}
+	if !e.ExpiresAt.IsZero() {
+		at := e.ExpiresAt
+		rec.ExpiresAt = &at
+	}
+	if e.TTL > 0 {
+		s := e.TTL.Seconds()
+		rec.TTLSeconds = &s
+	}
+	if e.Kind == tokens.LeaseAcquired || e.Kind == tokens.LeaseExpired {
+		s := e.LockDelay.Seconds()
+		rec.LockDelaySeconds = &s
+	}
+	if e.PreviousEpoch > 0 {
+		rec.PreviousEpoch = problem.EpochPtr(e.PreviousEpoch)
+	}
+	return rec
 }
 
 // auditPage reads the page of stream that r asks for from the store, with

@@ -35,7 +35,7 @@ func FuzzAuditQuery(f *testing.F) {
 			w := httptest.NewRecorder()
 			q, ok := auditQuery(w, r, stream)
 			if !ok {
-				if w.Code != http.StatusBadRequest || w.Header().Get("Content-Type") != problem.ProblemContentType {
+				if w.Code != http.StatusBadRequest || w.Header().Get("Content-Type") != problem.ContentType {
 					t.Fatalf("%q refused with %d %s, want a 400 problem", raw, w.Code, w.Header().Get("Content-Type"))
 				}
 				continue

@@ -55,7 +55,7 @@ func TestAuditQueryIsStrict(t *testing.T) {
 			continue
 		}
 		var p struct{ Detail string }
-		if w.Code != http.StatusBadRequest || w.Header().Get("Content-Type") != problem.ProblemContentType ||
+		if w.Code != http.StatusBadRequest || w.Header().Get("Content-Type") != problem.ContentType ||
 			json.Unmarshal(w.Body.Bytes(), &p) != nil || !strings.Contains(p.Detail, c.param) {
 			t.Errorf("%q = %d %s %s, want a 400 problem naming %s", c.raw, w.Code, w.Header().Get("Content-Type"), w.Body, c.param)
 		}

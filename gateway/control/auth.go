@@ -27,7 +27,7 @@ type APIKey struct {
 	// endpoints.
 	Admin bool
 	// MaxLeases caps the live leases the key owns; 0: no cap of its own
-	// (ControlOptions.MaxLiveLeases still applies).
+	// (Options.MaxLiveLeases still applies).
 	MaxLeases int
 }
 

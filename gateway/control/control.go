@@ -25,8 +25,8 @@ import (
 	"github.com/fencegw/fencegw/tokens"
 )
 
-// ControlOptions assemble the control API.
-type ControlOptions struct {
+// Options assemble the control API.
+type Options struct {
 	Fence  *tokens.Fence
 	Logger *slog.Logger
 	// ReadyTimeout bounds the store check behind /readyz (default 2s).
@@ -83,7 +83,7 @@ type ControlOptions struct {
 	MaxLiveLeases int
 }
 
-// NewControlAPI returns the control API handler, served on its own listener:
+// NewAPI returns the control API handler, served on its own listener:
 //
 //	GET  /healthz                      200 while the process runs
 //	GET  /readyz                       200 while the store answers, 503 otherwise
@@ -126,16 +126,16 @@ type ControlOptions struct {
 // resource's high-water mark is already 2^63-1) answers 409
 // epoch-exhausted without Retry-After: retrying cannot help, the name is
 // spent.
-func NewControlAPI(o ControlOptions) http.Handler {
+func NewAPI(o Options) http.Handler {
 	o = o.withDefaults()
-	return o.Observer.ServerHandler(NewControlRouter(o), "control")
+	return o.Observer.ServerHandler(NewRouter(o), "control")
 }
 
 // DefaultReadyTimeout bounds the store check behind /readyz.
 const DefaultReadyTimeout = 2 * time.Second
 
 // withDefaults fills what o leaves unset.
-func (o ControlOptions) withDefaults() ControlOptions {
+func (o Options) withDefaults() Options {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -151,11 +151,11 @@ func (o ControlOptions) withDefaults() ControlOptions {
 	return o
 }
 
-// NewControlRouter returns the control API's router without the server
-// spans NewControlAPI adds around it.
-func NewControlRouter(o ControlOptions) chi.Router {
+// NewRouter returns the control API's router without the server
+// spans NewAPI adds around it.
+func NewRouter(o Options) chi.Router {
 	o = o.withDefaults()
-	c := &control{ControlOptions: o, quota: newLeaseQuota(o.MaxLiveLeases, o.Keys, DefaultQuotaPeriod)}
+	c := &control{Options: o, quota: newLeaseQuota(o.MaxLiveLeases, o.Keys, DefaultQuotaPeriod)}
 	if o.Fence != nil {
 		c.hub = newWatchHub(o.Fence.Store(), o.Fence.Lease, o.MaxWatchers)
 	}
@@ -209,7 +209,7 @@ func NewControlRouter(o ControlOptions) chi.Router {
 }
 
 type control struct {
-	ControlOptions
+	Options
 	hub   *watchHub   // the lease watches' fan-out
 	quota *leaseQuota // nil: no cap
 }
@@ -245,13 +245,13 @@ func (c *control) getFence(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	p := problem.ProblemOf(err)
+	p := problem.Of(err)
 	if p.Cause != nil {
 		p.Detail, p.Resource = "the store could not be read", resource
 		c.Logger.LogAttrs(r.Context(), slog.LevelWarn, "read fence failed", slog.String("resource", resource),
 			slog.String("error", p.Cause.Error()))
 	}
-	problem.WriteProblem(w, r, p)
+	problem.Write(w, r, p)
 }
 
 // allowedMethods lists the methods router serves path with.

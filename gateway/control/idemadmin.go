@@ -34,11 +34,11 @@ func (c *control) forgetIdemKey(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case err != nil:
-		p := problem.ProblemOf(err)
+		p := problem.Of(err)
 		if p.Cause != nil {
 			p.Detail, p.Resource = "the store could not delete the record", resource
 		}
-		problem.WriteProblem(w, r, p)
+		problem.Write(w, r, p)
 	case !found:
 		problem.WriteError(w, r, problem.Refuse(problem.KindNotFound, "no record of this Idempotency-Key for this resource"))
 	default:

@@ -236,10 +236,10 @@ func leaseState(l tokens.Lease) wire.LeaseState {
 		TTLSeconds: l.TTL.Seconds(), LockDelaySeconds: l.LockDelay.Seconds(), Held: l.Held, Owner: l.Owner}
 }
 
-// leaseError answers a lease operation's error (see problem.ProblemOf), logging
+// leaseError answers a lease operation's error (see problem.Of), logging
 // through the refusal log what an operator should see (leaseErrorLine).
 func (c *control) leaseError(w http.ResponseWriter, r *http.Request, op, name string, err error) {
-	p := problem.ProblemOf(err)
+	p := problem.Of(err)
 	p.Lease = name
 	if p.Cause != nil {
 		p.Detail = "the store could not confirm the " + op
@@ -251,7 +251,7 @@ func (c *control) leaseError(w http.ResponseWriter, r *http.Request, op, name st
 	if errors.Is(err, tokens.ErrLeaseNotFound) {
 		p.Detail = "no lease named " + strconv.Quote(name) + " was ever acquired"
 	}
-	problem.WriteProblem(w, r, p)
+	problem.Write(w, r, p)
 }
 
 func leaseName(w http.ResponseWriter, r *http.Request) (string, bool) {

@@ -11,7 +11,7 @@ import (
 )
 
 // DefaultMaxWatchers caps the lease watches open at once in one process
-// when ControlOptions.MaxWatchers is 0.
+// when Options.MaxWatchers is 0.
 const DefaultMaxWatchers = 10_000
 
 // Sizes of the hub's memory: each lease keeps its last keptEvents events

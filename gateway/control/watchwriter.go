@@ -9,7 +9,7 @@ import (
 )
 
 // DefaultWatchWriteTimeout bounds each write to a lease watch when
-// ControlOptions.WatchWriteTimeout is 0.
+// Options.WatchWriteTimeout is 0.
 const DefaultWatchWriteTimeout = 10 * time.Second
 
 // sseWriter writes a lease watch's stream. Every write, flush included,

@@ -14,7 +14,7 @@ import (
 type connStateKey struct{}
 
 // ConnContext is the http.Server ConnContext hook a server on a
-// GuardListener must install: it hands each guarded connection's state to
+// NewListener must install: it hands each guarded connection's state to
 // the handler New builds, which needs it to answer framing violations, to
 // restore r.TLS on HTTP/1.x over TLS, and to let upgraded connections pass
 // through. Connections that are not guarded keep ctx as it is.

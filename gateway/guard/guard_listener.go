@@ -11,8 +11,8 @@ import (
 	"time"
 )
 
-// GuardOptions configure GuardListener.
-type GuardOptions struct {
+// ListenerOptions configure NewListener.
+type ListenerOptions struct {
 	// MaxHeaderBytes is the http.Server's MaxHeaderBytes
 	// (http.DefaultMaxHeaderBytes when 0). A request head longer than it
 	// plus 4 KiB, net/http's own allowance, is refused with 431.
@@ -26,7 +26,7 @@ type GuardOptions struct {
 	Logger *slog.Logger
 }
 
-// GuardListener returns a listener whose connections refuse requests that
+// NewListener returns a listener whose connections refuse requests that
 // break HTTP/1.1 framing before net/http reads them (see FramingError):
 // such a request is answered 400, 431 or 501 by the handler New builds, and
 // nothing of it is forwarded. The server must install ConnContext.
@@ -39,7 +39,7 @@ type GuardOptions struct {
 // it would on a tls.Listener); an HTTP/1.x one is guarded, and its TLS
 // state reaches r.TLS through ConnContext. Close stops accepting and ends
 // the handshakes in progress.
-func GuardListener(ln net.Listener, o GuardOptions) net.Listener {
+func NewListener(ln net.Listener, o ListenerOptions) net.Listener {
 	if o.MaxHeaderBytes <= 0 {
 		o.MaxHeaderBytes = http.DefaultMaxHeaderBytes
 	}
@@ -78,7 +78,7 @@ func (l *guardListener) Accept() (net.Conn, error) {
 // tlsGuardListener terminates TLS and guards HTTP/1.x connections.
 type tlsGuardListener struct {
 	ln        net.Listener
-	o         GuardOptions
+	o         ListenerOptions
 	maxHead   int
 	ctx       context.Context // canceled by Close
 	cancel    context.CancelFunc

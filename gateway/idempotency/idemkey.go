@@ -8,9 +8,9 @@ import (
 	"github.com/fencegw/fencegw/tokens"
 )
 
-// IdempotencyKeyHeader carries a write's idempotency key
+// KeyHeader carries a write's idempotency key
 // (draft-ietf-httpapi-idempotency-key-header).
-const IdempotencyKeyHeader = "Idempotency-Key"
+const KeyHeader = "Idempotency-Key"
 
 // IdempotentReplayedHeader marks an answer replayed from the record of an
 // earlier forward of the same key.

@@ -20,8 +20,8 @@ import (
 	"github.com/fencegw/fencegw/tokens"
 )
 
-// IdempotencyOptions tune at-most-once writes.
-type IdempotencyOptions struct {
+// Options tune at-most-once writes.
+type Options struct {
 	// TTL is how long a key's record lasts (24 h when 0), and never less
 	// than InFlightFor plus InFlightMargin: a record does not expire while
 	// its write may still be at the upstream, whatever TTL says.
@@ -38,13 +38,13 @@ type IdempotencyOptions struct {
 	Refusals *observe.RefusalLog // New's, for the failed exchanges it answers
 }
 
-// InFlightMargin is how much longer than IdempotencyOptions.InFlightFor a
+// InFlightMargin is how much longer than Options.InFlightFor a
 // key's record lives at least: once a pending record's write may no longer
 // be in flight, its retries are told the outcome is unknown for at least
 // this long, instead of finding the key free.
 const InFlightMargin = time.Minute
 
-// Idempotency is middleware that forwards a fenced write carrying an
+// Middleware is the middleware that forwards a fenced write carrying an
 // Idempotency-Key at most once per (resource, key), through any replica,
 // at any epoch. It runs after the fence admitted the write (a stale epoch
 // is refused whatever its key). The first use of a key claims it in the
@@ -69,7 +69,7 @@ const InFlightMargin = time.Minute
 // A write none of which reached the upstream (refused after admission, cut
 // before any of it was sent, an upstream that could not be reached) frees
 // its key.
-func Idempotency(store tokens.IdempotencyStore, o IdempotencyOptions, obs *observe.Observer, log *slog.Logger) func(http.Handler) http.Handler {
+func Middleware(store tokens.IdempotencyStore, o Options, obs *observe.Observer, log *slog.Logger) func(http.Handler) http.Handler {
 	if o.TTL <= 0 {
 		o.TTL = 24 * time.Hour
 	}
@@ -83,14 +83,14 @@ func Idempotency(store tokens.IdempotencyStore, o IdempotencyOptions, obs *obser
 				return
 			}
 			rt, a := ex.Route, ex.Admission
-			key, err := parseIdemKey(r.Header.Values(IdempotencyKeyHeader))
+			key, err := parseIdemKey(r.Header.Values(KeyHeader))
 			switch {
 			case errors.Is(err, errNoIdemKey) && rt.Idempotency != policy.IdempotencyRequired:
 				next.ServeHTTP(w, r)
 				return
 			case errors.Is(err, errNoIdemKey):
 				obs.IdemOutcome(r.Context(), rt, "missing")
-				writeIdemProblem(w, r, a, problem.KindIdemKeyBad.Problem("this route requires an "+IdempotencyKeyHeader+" header on fenced writes"))
+				writeIdemProblem(w, r, a, problem.KindIdemKeyBad.Problem("this route requires an "+KeyHeader+" header on fenced writes"))
 				return
 			case err != nil:
 				obs.IdemOutcome(r.Context(), rt, "invalid")
@@ -101,7 +101,7 @@ func Idempotency(store tokens.IdempotencyStore, o IdempotencyOptions, obs *obser
 			rec, created, err := store.ClaimKey(r.Context(), a.Resource, key,
 				tokens.IdemRecord{Request: kw.request, State: tokens.IdemPending, Claim: kw.claim, ClaimedAt: time.Now().UTC()}, o.TTL)
 			if err != nil {
-				writeIdemProblem(w, r, a, problem.ProblemOf(err))
+				writeIdemProblem(w, r, a, problem.Of(err))
 				return
 			}
 			if !created {
@@ -133,7 +133,7 @@ func Idempotency(store tokens.IdempotencyStore, o IdempotencyOptions, obs *obser
 // (and hashed, not kept) only when the record has a fingerprint to
 // compare it with; fail answers a body that cannot be read.
 func answerRecorded(w http.ResponseWriter, r *http.Request, a reqctx.Admission, rec tokens.IdemRecord, req string,
-	o IdempotencyOptions, obs *observe.Observer, fail func(http.ResponseWriter, *http.Request, error)) {
+	o Options, obs *observe.Observer, fail func(http.ResponseWriter, *http.Request, error)) {
 	rt := routeOf(r)
 	mismatch := rec.Request != "" && rec.Request != req
 	if !mismatch && rec.State == tokens.IdemPending && time.Since(rec.ClaimedAt) < o.InFlightFor {
@@ -198,7 +198,7 @@ type keyedWrite struct {
 // when nothing was forwarded. A recorded outcome carries the request's
 // fingerprint: what the upstream left unread of the body is read (and
 // hashed) first, within the exchange's deadline.
-func (kw *keyedWrite) settle(store tokens.IdempotencyStore, o IdempotencyOptions, completed bool, obs *observe.Observer, log *slog.Logger) {
+func (kw *keyedWrite) settle(store tokens.IdempotencyStore, o Options, completed bool, obs *observe.Observer, log *slog.Logger) {
 	ctx, ex, cw, resource := kw.r.Context(), kw.ex, kw.cw, kw.ex.Admission.Resource
 	rec := &tokens.IdemRecord{Request: kw.request, Claim: kw.claim, ClaimedAt: time.Now().UTC()}
 	outcome := "forwarded"
@@ -239,7 +239,7 @@ func writeIdemProblem(w http.ResponseWriter, r *http.Request, a reqctx.Admission
 		p.Route = rt.Name
 	}
 	p.Resource, p.PresentedEpoch = a.Resource, problem.EpochPtr(a.Epoch)
-	problem.WriteProblem(w, r, p)
+	problem.Write(w, r, p)
 }
 
 // routeOf returns the request's route, nil when it has none.

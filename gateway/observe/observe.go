@@ -50,7 +50,7 @@ type Observer struct {
 	Propagator     propagation.TextMapPropagator
 	// Audit records refusals and lease events in the durable audit; nil
 	// records none.
-	Audit *audit.AuditRecorder
+	Audit *audit.Recorder
 	// ResourceLabels adds the resource name to lease metrics. Off by
 	// default: resource names are unbounded.
 	ResourceLabels bool

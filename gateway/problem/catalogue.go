@@ -82,10 +82,10 @@ const (
 	TypeLeaseQuota = "urn:fencegw:problem:lease-quota"
 )
 
-// ProblemKind is one entry of the problem catalogue: a kind of answer the
+// Kind is one entry of the problem catalogue: a kind of answer the
 // gateway gives itself. Its type, title and status never vary; the detail
 // and the extension members come from the error being answered.
-type ProblemKind struct {
+type Kind struct {
 	Type   string
 	Title  string
 	Status int
@@ -99,56 +99,56 @@ type ProblemKind struct {
 
 // The catalogue. Every answer the gateway gives itself is one of these.
 var (
-	KindStaleEpoch = ProblemKind{TypeStaleEpoch, "Stale fencing epoch", http.StatusPreconditionFailed, tokens.DecisionStale, 0}
-	KindSuperseded = ProblemKind{TypeSuperseded, "Superseded before forwarding", http.StatusPreconditionFailed, tokens.DecisionStale, 0}
+	KindStaleEpoch = Kind{TypeStaleEpoch, "Stale fencing epoch", http.StatusPreconditionFailed, tokens.DecisionStale, 0}
+	KindSuperseded = Kind{TypeSuperseded, "Superseded before forwarding", http.StatusPreconditionFailed, tokens.DecisionStale, 0}
 
-	KindIdemKeyBad        = ProblemKind{TypeIdemKeyBad, "Idempotency-Key missing or malformed", http.StatusBadRequest, "", 0}
-	KindIdemKeyReused     = ProblemKind{TypeIdemKeyReused, "Idempotency-Key reused for another request", http.StatusUnprocessableEntity, "", 0}
-	KindIdemInFlight      = ProblemKind{TypeIdemInFlight, "Write with this Idempotency-Key in flight", http.StatusConflict, "", 1}
-	KindIdemNotReplayable = ProblemKind{TypeIdemNotReplayable, "Write with this Idempotency-Key cannot be replayed", http.StatusConflict, "", 0}
-	KindTokenRequired     = ProblemKind{TypeTokenRequired, "Fencing token required", http.StatusPreconditionRequired, tokens.DecisionMissing, 0}
-	KindMalformedToken    = ProblemKind{TypeMalformedToken, "Malformed fencing token", http.StatusBadRequest, tokens.DecisionInvalid, 0}
-	KindUnauthenticated   = ProblemKind{TypeUnauthenticated, "Fencing token not authentic", http.StatusUnauthorized, tokens.DecisionForged, 0}
-	KindWrongResource     = ProblemKind{TypeWrongResource, "Token issued for another resource", http.StatusForbidden, tokens.DecisionForbidden, 0}
-	KindEpochNotIssued    = ProblemKind{TypeEpochNotIssued, "Epoch was never issued", http.StatusForbidden, tokens.DecisionForbidden, 0}
-	KindRawOnLeased       = ProblemKind{TypeRawOnLeased, "Signed token required for a leased resource", http.StatusForbidden, tokens.DecisionForbidden, 0}
-	KindBadResource       = ProblemKind{TypeBadResource, "Resource cannot be determined", http.StatusBadRequest, tokens.DecisionInvalid, 0}
-	KindStoreUnavailable  = ProblemKind{TypeStoreUnavailable, "Fencing store unavailable", http.StatusServiceUnavailable, tokens.DecisionUnavailable, 1}
+	KindIdemKeyBad        = Kind{TypeIdemKeyBad, "Idempotency-Key missing or malformed", http.StatusBadRequest, "", 0}
+	KindIdemKeyReused     = Kind{TypeIdemKeyReused, "Idempotency-Key reused for another request", http.StatusUnprocessableEntity, "", 0}
+	KindIdemInFlight      = Kind{TypeIdemInFlight, "Write with this Idempotency-Key in flight", http.StatusConflict, "", 1}
+	KindIdemNotReplayable = Kind{TypeIdemNotReplayable, "Write with this Idempotency-Key cannot be replayed", http.StatusConflict, "", 0}
+	KindTokenRequired     = Kind{TypeTokenRequired, "Fencing token required", http.StatusPreconditionRequired, tokens.DecisionMissing, 0}
+	KindMalformedToken    = Kind{TypeMalformedToken, "Malformed fencing token", http.StatusBadRequest, tokens.DecisionInvalid, 0}
+	KindUnauthenticated   = Kind{TypeUnauthenticated, "Fencing token not authentic", http.StatusUnauthorized, tokens.DecisionForged, 0}
+	KindWrongResource     = Kind{TypeWrongResource, "Token issued for another resource", http.StatusForbidden, tokens.DecisionForbidden, 0}
+	KindEpochNotIssued    = Kind{TypeEpochNotIssued, "Epoch was never issued", http.StatusForbidden, tokens.DecisionForbidden, 0}
+	KindRawOnLeased       = Kind{TypeRawOnLeased, "Signed token required for a leased resource", http.StatusForbidden, tokens.DecisionForbidden, 0}
+	KindBadResource       = Kind{TypeBadResource, "Resource cannot be determined", http.StatusBadRequest, tokens.DecisionInvalid, 0}
+	KindStoreUnavailable  = Kind{TypeStoreUnavailable, "Fencing store unavailable", http.StatusServiceUnavailable, tokens.DecisionUnavailable, 1}
 
-	KindBadPath       = ProblemKind{TypeBadPath, "Request path is not clean", http.StatusBadRequest, "", 0}
-	KindBadMethod     = ProblemKind{TypeBadMethod, "Request method is ambiguous", http.StatusBadRequest, "", 0}
-	KindNoRoute       = ProblemKind{TypeNoRoute, "No route serves this path", http.StatusNotFound, "", 0}
-	KindBodyTooLarge  = ProblemKind{TypeBodyTooLarge, "Request body too large", http.StatusRequestEntityTooLarge, "", 0}
-	KindBadFraming    = ProblemKind{TypeBadFraming, "Request framing is invalid", http.StatusBadRequest, "", 0}
-	KindHeadTooLarge  = ProblemKind{TypeHeaderTooLarge, "Request head too large", http.StatusRequestHeaderFieldsTooLarge, "", 0}
-	KindCodingUnknown = ProblemKind{TypeUnsupportedCoding, "Transfer coding not implemented", http.StatusNotImplemented, "", 0}
-	KindUpstream      = ProblemKind{TypeUpstreamFailed, "Upstream unavailable", http.StatusBadGateway, "", 0}
-	KindUpstreamSlow  = ProblemKind{TypeUpstreamTimeout, "Upstream timed out", http.StatusGatewayTimeout, "", 0}
+	KindBadPath       = Kind{TypeBadPath, "Request path is not clean", http.StatusBadRequest, "", 0}
+	KindBadMethod     = Kind{TypeBadMethod, "Request method is ambiguous", http.StatusBadRequest, "", 0}
+	KindNoRoute       = Kind{TypeNoRoute, "No route serves this path", http.StatusNotFound, "", 0}
+	KindBodyTooLarge  = Kind{TypeBodyTooLarge, "Request body too large", http.StatusRequestEntityTooLarge, "", 0}
+	KindBadFraming    = Kind{TypeBadFraming, "Request framing is invalid", http.StatusBadRequest, "", 0}
+	KindHeadTooLarge  = Kind{TypeHeaderTooLarge, "Request head too large", http.StatusRequestHeaderFieldsTooLarge, "", 0}
+	KindCodingUnknown = Kind{TypeUnsupportedCoding, "Transfer coding not implemented", http.StatusNotImplemented, "", 0}
+	KindUpstream      = Kind{TypeUpstreamFailed, "Upstream unavailable", http.StatusBadGateway, "", 0}
+	KindUpstreamSlow  = Kind{TypeUpstreamTimeout, "Upstream timed out", http.StatusGatewayTimeout, "", 0}
 
-	KindLeaseHeld      = ProblemKind{TypeLeaseHeld, "Lease held by another holder", http.StatusConflict, "", 0}
-	KindLeaseLost      = ProblemKind{TypeLeaseLost, "Lease not held", http.StatusConflict, "", 0}
-	KindLeaseOwned     = ProblemKind{TypeLeaseOwned, "Lease owned by another API key", http.StatusForbidden, "", 0}
-	KindEpochExhausted = ProblemKind{TypeEpochExhausted, "Epoch space exhausted", http.StatusConflict, "", 0}
-	KindLockDelay      = ProblemKind{TypeLockDelay, "Lease in its lock-delay", http.StatusConflict, "", 0}
-	KindNotFound       = ProblemKind{TypeNotFound, "Not found", http.StatusNotFound, "", 0}
-	KindNotAllowed     = ProblemKind{TypeMethodNotAllowed, "Method not allowed", http.StatusMethodNotAllowed, "", 0}
-	KindBadRequest     = ProblemKind{TypeBadRequest, "Bad request", http.StatusBadRequest, "", 0}
-	KindUnauthorized   = ProblemKind{TypeUnauthorized, "API key required", http.StatusUnauthorized, "", 0}
-	KindForbidden      = ProblemKind{TypeForbidden, "API key not allowed here", http.StatusForbidden, "", 0}
-	KindInternal       = ProblemKind{TypeInternal, "Internal error", http.StatusInternalServerError, "", 0}
-	KindDraining       = ProblemKind{TypeDraining, "Shutting down", http.StatusServiceUnavailable, "", 1}
+	KindLeaseHeld      = Kind{TypeLeaseHeld, "Lease held by another holder", http.StatusConflict, "", 0}
+	KindLeaseLost      = Kind{TypeLeaseLost, "Lease not held", http.StatusConflict, "", 0}
+	KindLeaseOwned     = Kind{TypeLeaseOwned, "Lease owned by another API key", http.StatusForbidden, "", 0}
+	KindEpochExhausted = Kind{TypeEpochExhausted, "Epoch space exhausted", http.StatusConflict, "", 0}
+	KindLockDelay      = Kind{TypeLockDelay, "Lease in its lock-delay", http.StatusConflict, "", 0}
+	KindNotFound       = Kind{TypeNotFound, "Not found", http.StatusNotFound, "", 0}
+	KindNotAllowed     = Kind{TypeMethodNotAllowed, "Method not allowed", http.StatusMethodNotAllowed, "", 0}
+	KindBadRequest     = Kind{TypeBadRequest, "Bad request", http.StatusBadRequest, "", 0}
+	KindUnauthorized   = Kind{TypeUnauthorized, "API key required", http.StatusUnauthorized, "", 0}
+	KindForbidden      = Kind{TypeForbidden, "API key not allowed here", http.StatusForbidden, "", 0}
+	KindInternal       = Kind{TypeInternal, "Internal error", http.StatusInternalServerError, "", 0}
+	KindDraining       = Kind{TypeDraining, "Shutting down", http.StatusServiceUnavailable, "", 1}
 
-	KindTooManyWatchers  = ProblemKind{TypeTooManyWatchers, "Too many lease watches", http.StatusServiceUnavailable, "", 5}
-	KindMisdirected      = ProblemKind{TypeMisdirected, "Host not served here", http.StatusMisdirectedRequest, "", 0}
-	KindCrossOrigin      = ProblemKind{TypeCrossOrigin, "Cross-origin request refused", http.StatusForbidden, "", 0}
-	KindUnsupportedMedia = ProblemKind{TypeUnsupportedMedia, "Body must be application/json", http.StatusUnsupportedMediaType, "", 0}
-	KindLeaseQuota       = ProblemKind{TypeLeaseQuota, "Too many live leases", http.StatusTooManyRequests, "", 1}
+	KindTooManyWatchers  = Kind{TypeTooManyWatchers, "Too many lease watches", http.StatusServiceUnavailable, "", 5}
+	KindMisdirected      = Kind{TypeMisdirected, "Host not served here", http.StatusMisdirectedRequest, "", 0}
+	KindCrossOrigin      = Kind{TypeCrossOrigin, "Cross-origin request refused", http.StatusForbidden, "", 0}
+	KindUnsupportedMedia = Kind{TypeUnsupportedMedia, "Body must be application/json", http.StatusUnsupportedMediaType, "", 0}
+	KindLeaseQuota       = Kind{TypeLeaseQuota, "Too many live leases", http.StatusTooManyRequests, "", 1}
 )
 
-// ProblemKinds returns the whole catalogue (openapi.yaml is checked
+// Kinds returns the whole catalogue (openapi.yaml is checked
 // against it).
-func ProblemKinds() []ProblemKind {
-	return []ProblemKind{KindStaleEpoch, KindSuperseded, KindIdemKeyBad, KindIdemKeyReused, KindIdemInFlight, KindIdemNotReplayable, KindTokenRequired, KindMalformedToken, KindUnauthenticated, KindWrongResource,
+func Kinds() []Kind {
+	return []Kind{KindStaleEpoch, KindSuperseded, KindIdemKeyBad, KindIdemKeyReused, KindIdemInFlight, KindIdemNotReplayable, KindTokenRequired, KindMalformedToken, KindUnauthenticated, KindWrongResource,
 		KindEpochNotIssued, KindBadResource, KindStoreUnavailable, KindBadPath, KindBadMethod, KindNoRoute, KindBodyTooLarge,
 		KindBadFraming, KindHeadTooLarge, KindCodingUnknown, KindUpstream, KindUpstreamSlow, KindLeaseHeld, KindLeaseLost,
 		KindLeaseOwned, KindEpochExhausted, KindLockDelay, KindNotFound, KindNotAllowed, KindBadRequest, KindUnauthorized, KindForbidden,
@@ -160,7 +160,7 @@ func ProblemKinds() []ProblemKind {
 // (a refusal no domain error names: no route, a bad body, a key not
 // allowed), with its detail.
 type answer struct {
-	kind   ProblemKind
+	kind   Kind
 	detail string
 	cause  error
 }
@@ -172,24 +172,24 @@ func (e *answer) Unwrap() error { return e.cause }
 var ErrNoAPIKey = Refuse(KindUnauthorized, "send a valid API key as Authorization: Bearer <key>")
 
 // Refuse returns an error answered with kind and detail.
-func Refuse(kind ProblemKind, detail string) error { return &answer{kind: kind, detail: detail} }
+func Refuse(kind Kind, detail string) error { return &answer{kind: kind, detail: detail} }
 
 // RefuseCause is refuse with the failure behind it, logged, never sent.
-func RefuseCause(kind ProblemKind, detail string, cause error) error {
+func RefuseCause(kind Kind, detail string, cause error) error {
 	return &answer{kind: kind, detail: detail, cause: cause}
 }
 
 // Problem returns the problem document of kind with detail.
-func (k ProblemKind) Problem(detail string) Problem {
+func (k Kind) Problem(detail string) Problem {
 	return Problem{Problem: wire.Problem{Type: k.Type, Title: k.Title, Status: k.Status, Detail: detail}, retryAfter: k.RetryAfter, kind: k}
 }
 
-// ProblemOf is the one function from an error to the answer: the
+// Of is the one function from an error to the answer: the
 // catalogue entry its type selects, with the detail and the extension
 // members the error carries. Callers add what only they know (the route,
 // the lease name). An error that is no verdict and no refusal is a
 // failure to confirm: 503, with the error kept as the logged cause.
-func ProblemOf(err error) Problem {
+func Of(err error) Problem {
 	if a, ok := errors.AsType[*answer](err); ok {
 		p := a.kind.Problem(a.detail)
 		p.Cause = a.cause

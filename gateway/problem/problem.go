@@ -24,25 +24,25 @@ type Problem struct {
 	// Cause is the failure behind a 503, logged, never sent.
 	Cause error
 	// kind is the catalogue entry the problem was made from.
-	kind ProblemKind
+	kind Kind
 }
 
 // Decision is the fencing decision the problem reports, if it refuses a
 // fenced write.
 func (p *Problem) Decision() tokens.Decision { return p.kind.Decision }
 
-// ProblemContentType is the media type of problem documents.
-const ProblemContentType = wire.ProblemContentType
+// ContentType is the media type of problem documents.
+const ContentType = wire.ProblemContentType
 
 func EpochPtr(e int64) *wire.Epoch { return wire.EpochOf(e) }
 
-// WriteError answers r with the problem err stands for (see ProblemOf).
+// WriteError answers r with the problem err stands for (see Of).
 func WriteError(w http.ResponseWriter, r *http.Request, err error) {
-	WriteProblem(w, r, ProblemOf(err))
+	Write(w, r, Of(err))
 }
 
-// WriteProblem sends p as the answer to r, naming r's trace.
-func WriteProblem(w http.ResponseWriter, r *http.Request, p Problem) {
+// Write sends p as the answer to r, naming r's trace.
+func Write(w http.ResponseWriter, r *http.Request, p Problem) {
 	if sc := trace.SpanContextFromContext(r.Context()); sc.HasTraceID() {
 		p.TraceID = sc.TraceID().String()
 	}
@@ -71,7 +71,7 @@ func WriteProblem(w http.ResponseWriter, r *http.Request, p Problem) {
 
 // Header values every problem answer sends.
 var (
-	problemContentType = []string{ProblemContentType}
+	problemContentType = []string{ContentType}
 	noStore            = []string{"no-store"}
 	noSniff            = []string{"nosniff"}
 )

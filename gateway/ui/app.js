@@ -527,28 +527,28 @@ function drawRefusal(root, r, top, x) {
 
 // ---- Tables -----------------------------------------------------------
 
+// fillTable fills the table body id with one row per item (fill(tr, item)),
+// or, without items, with one cell across colspan columns saying empty.
+function fillTable(id, items, colspan, empty, fill) {
+  const body = $(id);
+  body.replaceChildren();
+  if (!items.length) el('td', { colspan }, el('tr', {}, body), empty);
+  for (const item of items) fill(el('tr', {}, body), item);
+}
+
 // drawGrantTable lists the grants drawn as bands.
 function drawGrantTable(grants) {
-  const body = $('grants');
-  body.replaceChildren();
-  if (!grants.length) el('td', { colspan: 7 }, el('tr', {}, body), 'No lease events in the loaded audit.');
-  for (const g of grants) {
-    const tr = el('tr', {}, body);
+  fillTable('grants', grants, 7, 'No lease events in the loaded audit.', (tr, g) => {
     el('td', {}, tr, String(g.epoch));
     el('td', {}, tr, g.holder);
-    el('td', { class: 'time' }, tr, isoCell(g.start));
-    el('td', { class: 'time' }, tr, isoCell(g.end));
+    for (const at of [g.start, g.end]) el('td', { class: 'time' }, tr, isoCell(at));
     for (const v of [g.how, g.renewCount, [...g.replicas].join(', ') || '—']) el('td', {}, tr, String(v));
-  }
+  });
 }
 
 // drawRefusalTable lists the refused writes, linking their trace ids.
 function drawRefusalTable(refusals) {
-  const body = $('refusals');
-  body.replaceChildren();
-  if (!refusals.length) el('td', { colspan: 10 }, el('tr', {}, body), 'No refused writes in the loaded audit.');
-  for (const r of refusals) {
-    const tr = el('tr', {}, body);
+  fillTable('refusals', refusals, 10, 'No refused writes in the loaded audit.', (tr, r) => {
     el('td', { class: 'time' }, tr, isoCell(time(r.first)));
     el('td', { class: 'time' }, tr, isoCell(time(r.last)));
     el('td', {}, tr, orDash(r.decision));
@@ -562,7 +562,7 @@ function drawRefusalTable(refusals) {
       else el('code', {}, td, id);
     });
     if (!(r.trace_ids || []).length) td.textContent = '—';
-  }
+  });
 }
 
 // traceLink fills the configured trace URL template, or gives null.

@@ -181,11 +181,11 @@ func writeLapsed(w http.ResponseWriter, r *http.Request, a reqctx.Admission, for
 	if forwarded {
 		how = "before the write was delivered whole; the upstream connection was cut, and it did not receive all of it"
 	}
-	p := problem.ProblemOf(&tokens.StaleEpochError{Resource: a.Resource, Presented: a.Epoch, Current: a.Epoch,
+	p := problem.Of(&tokens.StaleEpochError{Resource: a.Resource, Presented: a.Epoch, Current: a.Epoch,
 		Reason: fmt.Sprintf("the lease granted at epoch %d ran out %s", a.Epoch, how)})
 	if rt, ok := reqctx.RouteFrom(r.Context()); ok {
 		p.Route = rt.Name
 	}
 	obs.AuditRefusal(r, a, &p)
-	problem.WriteProblem(w, r, p)
+	problem.Write(w, r, p)
 }

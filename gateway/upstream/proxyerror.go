@@ -59,7 +59,7 @@ func ErrorHandler(log *slog.Logger, obs *observe.Observer, refusals *observe.Ref
 		default:
 			err = problem.RefuseCause(problem.KindUpstream, "the upstream could not be reached or broke the connection", err)
 		}
-		p := problem.ProblemOf(err)
+		p := problem.Of(err)
 		p.Route = rt.Name
 		if a, ok := reqctx.AdmissionFrom(r.Context()); ok {
 			p.Resource, p.PresentedEpoch = a.Resource, problem.EpochPtr(a.Epoch)
@@ -68,7 +68,7 @@ func ErrorHandler(log *slog.Logger, obs *observe.Observer, refusals *observe.Ref
 			log.LogAttrs(r.Context(), slog.LevelWarn, "upstream failed", slog.String("route", rt.Name),
 				slog.Int("status", p.Status), slog.String("error", cause.Error()))
 		}
-		problem.WriteProblem(w, r, p)
+		problem.Write(w, r, p)
 	}
 }
 

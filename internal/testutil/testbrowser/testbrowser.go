@@ -126,6 +126,14 @@ func Start(t testing.TB) *Browser {
 // context derived from it, with a timeout) to chromedp.Run and chromedp.Do.
 func (b *Browser) Context() context.Context { return b.ctx }
 
+// ContextFor is a context for the browser's actions that ends with t or
+// after d.
+func (b *Browser) ContextFor(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(b.ctx, d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
 // record keeps the events tests assert on. It runs in the tab's event loop:
 // it only appends.
 func (b *Browser) record(ev any) {

@@ -1,4 +1,4 @@
-package gateway_test
+package ui_test
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package gateway_test
+package ui_test
 
 import (
 	"fmt"
@@ -54,7 +54,7 @@ func TestUIResourceListReachesEveryName(t *testing.T) {
 		api.older = append(api.older, fmt.Sprintf("archive-%03d", i))
 	}
 	b := testbrowser.Start(t)
-	ctx := browserCtx(t, b, 30*time.Second)
+	ctx := b.ContextFor(t, 30*time.Second)
 	if err := chromedp.Do(ctx, chromedp.Navigate(api.URL+"/ui/#resource=orders")); err != nil {
 		t.Fatal(err)
 	}

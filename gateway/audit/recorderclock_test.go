@@ -1,4 +1,4 @@
-package gateway_test
+package audit_test
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 func TestAuditRecorderOnItsClock(t *testing.T) {
 	clock := &tokens.OffsetClock{}
 	clock.Set(-time.Hour)
-	a, _, _ := newRecorder(t, audit.AuditOptions{Interval: time.Hour, Clock: clock})
+	a, _, _ := newRecorder(t, audit.Options{Interval: time.Hour, Clock: clock})
 	a.Refused(clock.Now(), stale("r", 1), "")
 	if err := a.Flush(context.Background()); err != nil {
 		t.Fatal(err)

@@ -1,14 +1,10 @@
-package gateway_test
+package ui_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -24,6 +20,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/fencegw/fencegw/internal/testutil/testbrowser"
+	"github.com/fencegw/fencegw/internal/testutil/testtimeline"
 )
 
 // The timeline page in a real browser, against a fixture control API that
@@ -44,18 +41,18 @@ func TestUITimelineInBrowser(t *testing.T) {
 	api := newAuditFixture(t, "")
 	b := testbrowser.Start(t)
 
-	v := checkTimeline(t, b, api.URL, timelineWant{
+	v := testtimeline.Check(t, b, api.URL, testtimeline.Want{
 		Resource: "orders",
-		Grants: []wantGrant{
+		Grants: []testtimeline.Grant{
 			{Holder: "node-a", Epoch: 1, Ended: "lapsed"},
 			{Holder: "node-b", Epoch: 2, Ended: "held"},
 		},
-		Refusals:  []wantRefusal{{Decision: "stale", Presented: 1, Current: 2, Count: 3}},
+		Refusals:  []testtimeline.Refusal{{Decision: "stale", Presented: 1, Current: 2, Count: 3}},
 		LockDelay: true,
 		Resources: []string{"orders", "invoices", xssName},
 		TraceURLs: []string{"https://tracing.example/trace/" + traceA, "https://tracing.example/trace/" + traceB},
 	})
-	saveTimelineScreenshot(t, b)
+	testtimeline.SaveScreenshot(t, b)
 
 	// The live state of the selected resource is shown.
 	if !strings.Contains(v.Live, "node-b · epoch 2 · held") || !strings.Contains(v.Live, "epoch 2") {
@@ -74,7 +71,7 @@ func TestUITimelineInBrowser(t *testing.T) {
 
 	// Tab reaches the marks with the keyboard: the first Tab stops are
 	// the resource search field and links, then the timeline's marks.
-	ctx := browserCtx(t, b, 10*time.Second)
+	ctx := b.ContextFor(t, 10*time.Second)
 	var kinds []string
 	for range 16 {
 		if err := chromedp.Do(ctx, chromedp.KeyEvent(kb.Tab)); err != nil {
@@ -97,11 +94,11 @@ func TestUITimelineInBrowser(t *testing.T) {
 func TestUITimelineNamesAreText(t *testing.T) {
 	api := newAuditFixture(t, "")
 	b := testbrowser.Start(t)
-	checkTimeline(t, b, api.URL, timelineWant{
+	testtimeline.Check(t, b, api.URL, testtimeline.Want{
 		Resource: xssName,
-		Grants:   []wantGrant{{Holder: xssName, Epoch: 7}},
+		Grants:   []testtimeline.Grant{{Holder: xssName, Epoch: 7}},
 	})
-	ctx := browserCtx(t, b, 10*time.Second)
+	ctx := b.ContextFor(t, 10*time.Second)
 	got, err := chromedp.Run(ctx, chromedp.Evaluate[[]any](`[document.querySelectorAll('img').length, document.title, document.getElementById('resource-title').textContent]`))
 	if err != nil {
 		t.Fatal(err)
@@ -117,9 +114,9 @@ func TestUITimelineNamesAreText(t *testing.T) {
 func TestUITimelineIsLive(t *testing.T) {
 	api := newAuditFixture(t, "")
 	b := testbrowser.Start(t)
-	checkTimeline(t, b, api.URL, timelineWant{Resource: "orders", Grants: []wantGrant{{Holder: "node-b", Epoch: 2}}})
+	testtimeline.Check(t, b, api.URL, testtimeline.Want{Resource: "orders", Grants: []testtimeline.Grant{{Holder: "node-b", Epoch: 2}}})
 
-	ctx := browserCtx(t, b, 20*time.Second)
+	ctx := b.ContextFor(t, 20*time.Second)
 	setup := `window.loadedOnce = true;
 		window.scrollTo(0, document.body.scrollHeight);
 		document.querySelector('#timeline [data-kind="grant"]').focus();
@@ -133,9 +130,9 @@ func TestUITimelineIsLive(t *testing.T) {
 		"holder": "node-a", "replica": "gw-3", "route": "emails", "status": 412, "count": 5,
 		"first": fixtureStamp(time.Now().Add(-time.Second)), "last": fixtureStamp(time.Now()), "trace_ids": []string{},
 	})
-	v := waitTimeline(t, b, timelineWant{
+	v := testtimeline.Wait(t, b, testtimeline.Want{
 		Resource: "orders",
-		Refusals: []wantRefusal{{Decision: "stale", Presented: 1, Current: 2, Count: 3}, {Decision: "stale", Presented: 1, Current: 2, Count: 5}},
+		Refusals: []testtimeline.Refusal{{Decision: "stale", Presented: 1, Current: 2, Count: 3}, {Decision: "stale", Presented: 1, Current: 2, Count: 5}},
 	})
 	after, err := chromedp.Run(ctx, chromedp.Evaluate[[]any](`[window.scrollY, document.activeElement.getAttribute('data-key'), window.loadedOnce === true, location.hash]`))
 	if err != nil {
@@ -157,7 +154,7 @@ func TestUITimelineIsLive(t *testing.T) {
 func TestUITimelineAsksForAKey(t *testing.T) {
 	api := newAuditFixture(t, "admin-secret")
 	b := testbrowser.Start(t)
-	ctx := browserCtx(t, b, 30*time.Second)
+	ctx := b.ContextFor(t, 30*time.Second)
 	enterKey := func(key string) {
 		t.Helper()
 		if err := chromedp.Do(ctx,
@@ -177,7 +174,7 @@ func TestUITimelineAsksForAKey(t *testing.T) {
 	}
 	enterKey("admin-secret")
 	// The first resource by name ('<' sorts before letters) is selected.
-	checkTimelineHere(t, b, api.URL, timelineWant{Resource: xssName, Resources: []string{"invoices", "orders"}})
+	testtimeline.CheckHere(t, b, api.URL, testtimeline.Want{Resource: xssName, Resources: []string{"invoices", "orders"}})
 	if !api.sawAuthorization("Bearer admin-secret") {
 		t.Error("the fixture never saw the admin key as a bearer token")
 	}
@@ -191,226 +188,6 @@ func TestUITimelineAsksForAKey(t *testing.T) {
 	if stored, err := chromedp.Run(ctx, chromedp.Evaluate[int](`sessionStorage.length`)); err != nil || stored != 0 {
 		t.Errorf("after Forget: %d items in sessionStorage (%v)", stored, err)
 	}
-}
-
-// ---- Assertions the end-to-end test against a real gateway reuses ----
-
-// timelineWant is what the page must show for one resource (a subset: the
-// page may show more).
-type timelineWant struct {
-	Resource  string
-	Grants    []wantGrant
-	Refusals  []wantRefusal
-	LockDelay bool     // a hatched, labelled lock-delay band
-	Resources []string // names the resource list must hold
-	TraceURLs []string // trace links the refusal table must hold
-}
-
-// wantGrant is a band: its label shows "holder · epoch N"; Ended, when
-// set, is how it ended ("lapsed", "released", "held").
-type wantGrant struct {
-	Holder string
-	Epoch  int64
-	Ended  string
-}
-
-// wantRefusal is a refusal mark and a table row.
-type wantRefusal struct {
-	Decision           string
-	Presented, Current int64
-	Count              int
-}
-
-// timelineView is what the page shows, read from its DOM.
-type timelineView struct {
-	Title       string     `json:"title"`
-	Resources   []string   `json:"resources"`
-	Selected    string     `json:"selected"`
-	Live        string     `json:"live"`
-	Marks       []markView `json:"marks"`
-	RefusalRows [][]string `json:"refusalRows"`
-	GrantRows   [][]string `json:"grantRows"`
-	TraceLinks  []string   `json:"traceLinks"`
-	KeyForm     bool       `json:"keyForm"`
-	Status      string     `json:"status"`
-}
-
-// markView is one SVG mark of the timeline.
-type markView struct {
-	Kind      string `json:"kind"`
-	TabIndex  string `json:"tabindex"`
-	Role      string `json:"role"`
-	Label     string `json:"label"`
-	Title     string `json:"title"`
-	Text      string `json:"text"`
-	Focusable bool   `json:"focusable"`
-	Fill      string `json:"fill"` // the computed fill of its first shape
-}
-
-// readTimelineJS reads timelineView from the page.
-const readTimelineJS = `(() => {
-	const txt = (e) => (e ? e.textContent : '');
-	const restore = document.activeElement;
-	const marks = [...document.querySelectorAll('#timeline [data-kind]')].map((m) => {
-		m.focus({ preventScroll: true });
-		const shape = m.querySelector('rect, path, line');
-		return {
-			kind: m.getAttribute('data-kind'), tabindex: m.getAttribute('tabindex'), role: m.getAttribute('role'),
-			label: m.getAttribute('aria-label') || '', title: txt(m.querySelector(':scope > title')),
-			text: [...m.querySelectorAll('text')].map((t) => t.textContent).join(' | '),
-			focusable: document.activeElement === m,
-			fill: shape ? getComputedStyle(shape).fill : '',
-		};
-	});
-	if (restore && restore !== document.body) restore.focus({ preventScroll: true });
-	else if (document.activeElement) document.activeElement.blur();
-	const rows = (id) => [...document.querySelectorAll('#' + id + ' tr')].map((tr) => [...tr.cells].map((c) => c.textContent));
-	return {
-		title: txt(document.getElementById('resource-title')),
-		resources: [...document.querySelectorAll('#resources a .name')].map(txt),
-		selected: txt(document.querySelector('#resources a[aria-current="true"] .name')),
-		live: txt(document.getElementById('live')),
-		marks, refusalRows: rows('refusals'), grantRows: rows('grants'),
-		traceLinks: [...document.querySelectorAll('#refusals a')].map((a) => a.href),
-		keyForm: !document.getElementById('key-form').hidden,
-		status: txt(document.getElementById('status')),
-	};
-})()`
-
-// checkTimeline opens the page of want.Resource on the control API at
-// baseURL and checks it shows want (waiting for the page's polls), with
-// every mark keyboard focusable and self-describing, no request to another
-// origin, and no script error or CSP violation. It returns what it read.
-func checkTimeline(t *testing.T, b *testbrowser.Browser, baseURL string, want timelineWant) timelineView {
-	t.Helper()
-	ctx := browserCtx(t, b, 20*time.Second)
-	page := baseURL + "/ui/#" + url.Values{"resource": {want.Resource}}.Encode()
-	if err := chromedp.Do(ctx, chromedp.Navigate(page)); err != nil {
-		t.Fatalf("opening %s: %v", page, err)
-	}
-	return checkTimelineHere(t, b, baseURL, want)
-}
-
-// checkTimelineHere is checkTimeline on the page the browser shows.
-func checkTimelineHere(t *testing.T, b *testbrowser.Browser, baseURL string, want timelineWant) timelineView {
-	t.Helper()
-	v := waitTimeline(t, b, want)
-	for _, m := range v.Marks {
-		if m.TabIndex != "0" || m.Role != "img" || m.Label == "" || m.Title == "" || !m.Focusable {
-			t.Errorf("%s mark is not a focusable, labelled, titled element: %+v", m.Kind, m)
-		}
-		if m.Label != strings.ReplaceAll(m.Title, "\n", "; ") {
-			t.Errorf("%s mark: aria-label %q and tooltip %q differ", m.Kind, m.Label, m.Title)
-		}
-	}
-	if out := b.RequestsOutside(strings.TrimSuffix(baseURL, "/")); len(out) > 0 {
-		t.Errorf("the page made requests outside %s: %q", baseURL, out)
-	}
-	if p := b.Problems(); len(p) > 0 {
-		t.Errorf("the page reported problems: %q", p)
-	}
-	return v
-}
-
-// waitTimeline reads the page until it shows want (15 s at most).
-func waitTimeline(t *testing.T, b *testbrowser.Browser, want timelineWant) timelineView {
-	t.Helper()
-	ctx := browserCtx(t, b, 20*time.Second)
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		v, err := chromedp.Run(ctx, chromedp.Evaluate[timelineView](readTimelineJS))
-		if err != nil {
-			t.Fatalf("reading the page: %v", err)
-		}
-		miss := timelineMismatch(v, want)
-		if miss == "" {
-			return v
-		}
-		if time.Now().After(deadline) {
-			dump, _ := json.MarshalIndent(v, "", "  ")
-			t.Fatalf("the page does not show what it should: %s\npage: %s\nproblems: %q", miss, dump, b.Problems())
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
-// timelineMismatch says what of want v lacks ("" when nothing).
-func timelineMismatch(v timelineView, want timelineWant) string {
-	if v.KeyForm {
-		return "the page asks for an API key (status: " + v.Status + ")"
-	}
-	if v.Title != want.Resource || v.Selected != want.Resource {
-		return fmt.Sprintf("resource %q selected %q, want %q", v.Title, v.Selected, want.Resource)
-	}
-	for _, r := range want.Resources {
-		if !slices.Contains(v.Resources, r) {
-			return fmt.Sprintf("resource list %q lacks %q", v.Resources, r)
-		}
-	}
-	for _, g := range want.Grants {
-		label := fmt.Sprintf("%s · epoch %d", g.Holder, g.Epoch)
-		ok := slices.ContainsFunc(v.Marks, func(m markView) bool {
-			return m.Kind == "grant" && strings.Contains(m.Text, label) &&
-				strings.Contains(m.Title, fmt.Sprintf("Grant: %s, epoch %d", g.Holder, g.Epoch)) &&
-				(g.Ended == "" || strings.Contains(m.Text, g.Ended))
-		})
-		if !ok {
-			return fmt.Sprintf("no band labelled %q (ended %q)", label, g.Ended)
-		}
-		if !slices.ContainsFunc(v.GrantRows, func(r []string) bool {
-			return len(r) > 1 && r[0] == fmt.Sprint(g.Epoch) && r[1] == g.Holder
-		}) {
-			return fmt.Sprintf("the grant table lacks epoch %d of %s", g.Epoch, g.Holder)
-		}
-	}
-	for _, r := range want.Refusals {
-		ok := slices.ContainsFunc(v.Marks, func(m markView) bool {
-			return m.Kind == "refusal" && strings.Contains(m.Title, "Refused write: "+r.Decision) &&
-				strings.Contains(m.Title, fmt.Sprintf("presented epoch %d, current epoch %d", r.Presented, r.Current)) &&
-				strings.Contains(m.Title, fmt.Sprintf("count %d,", r.Count)) &&
-				strings.Contains(m.Text, fmt.Sprintf("%d→%d %s ×%d", r.Presented, r.Current, r.Decision, r.Count))
-		})
-		if !ok {
-			return fmt.Sprintf("no refusal mark %+v", r)
-		}
-		if !slices.ContainsFunc(v.RefusalRows, func(row []string) bool {
-			return len(row) > 4 && row[2] == r.Decision && row[3] == fmt.Sprintf("%d → %d", r.Presented, r.Current) && row[4] == fmt.Sprint(r.Count)
-		}) {
-			return fmt.Sprintf("the refusal table lacks %+v", r)
-		}
-	}
-	if want.LockDelay && !slices.ContainsFunc(v.Marks, func(m markView) bool {
-		return m.Kind == "lock-delay" && strings.Contains(m.Text, "lock-delay") && strings.HasPrefix(m.Fill, "url(")
-	}) {
-		return "no hatched lock-delay band labelled lock-delay"
-	}
-	for _, u := range want.TraceURLs {
-		if !slices.Contains(v.TraceLinks, u) {
-			return fmt.Sprintf("trace links %q lack %q", v.TraceLinks, u)
-		}
-	}
-	return ""
-}
-
-// saveTimelineScreenshot saves the page as a PNG at $FENCEGW_UI_SCREENSHOT,
-// or in the test's temporary directory.
-func saveTimelineScreenshot(t *testing.T, b *testbrowser.Browser) {
-	t.Helper()
-	path := os.Getenv("FENCEGW_UI_SCREENSHOT")
-	if path == "" {
-		path = filepath.Join(t.TempDir(), "timeline.png")
-	}
-	if err := b.Screenshot(browserCtx(t, b, 20*time.Second), path); err != nil {
-		t.Fatalf("screenshot: %v", err)
-	}
-	t.Logf("screenshot: %s", path)
-}
-
-// browserCtx is a context for the browser's actions that ends with t or after d.
-func browserCtx(t *testing.T, b *testbrowser.Browser, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(b.Context(), d)
-	t.Cleanup(cancel)
-	return ctx
 }
 
 // ---- The fixture control API ----

@@ -1,4 +1,4 @@
-package gateway_test
+package audit_test
 
 import (
 	"context"
@@ -14,21 +14,22 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/fencegw/fencegw/internal/testutil/teststore"
 	"github.com/fencegw/fencegw/tokens"
 	"github.com/fencegw/fencegw/tokens/boltstore"
 )
 
-func newRecorder(t *testing.T, o audit.AuditOptions) (*audit.AuditRecorder, *auditCountingStore, *sdkmetric.ManualReader) {
+func newRecorder(t *testing.T, o audit.Options) (*audit.Recorder, *teststore.AuditCounter, *sdkmetric.ManualReader) {
 	t.Helper()
 	bs, err := boltstore.Open(filepath.Join(t.TempDir(), "fencegw.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { bs.Close() })
-	store := &auditCountingStore{Store: bs}
+	store := &teststore.AuditCounter{Store: bs}
 	reader := sdkmetric.NewManualReader()
 	o.MeterProvider = sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	a, err := audit.NewAuditRecorder(store, o)
+	a, err := audit.NewRecorder(store, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func sumCounter(t *testing.T, r *sdkmetric.ManualReader, name string) int64 {
 // count, first and last time and at most MaxAuditSamples trace ids;
 // refusals that differ are entries of their own.
 func TestAuditRecorderCounts(t *testing.T) {
-	a, store, _ := newRecorder(t, audit.AuditOptions{Replica: "gw-1", Interval: time.Hour})
+	a, store, _ := newRecorder(t, audit.Options{Replica: "gw-1", Interval: time.Hour})
 	t0 := time.Now().Truncate(time.Hour).Add(time.Minute)
 	for i := range 10 {
 		a.Refused(t0.Add(time.Duration(i)*time.Second), stale("r", 1), fmt.Sprintf("%032x", i))
@@ -97,8 +98,8 @@ func TestAuditRecorderCounts(t *testing.T) {
 		t.Fatalf("entries: %+v", es)
 	}
 	// Nothing changed: nothing is written.
-	puts := store.puts.Load()
-	if err := a.Flush(context.Background()); err != nil || store.puts.Load() != puts {
+	puts := store.Puts.Load()
+	if err := a.Flush(context.Background()); err != nil || store.Puts.Load() != puts {
 		t.Fatalf("a flush with nothing new wrote (%v)", err)
 	}
 }
@@ -109,11 +110,11 @@ func TestAuditRecorderCounts(t *testing.T) {
 // fencegw.audit.write_failures. Once the store is back every kept count is
 // written, and entries of intervals that ended are forgotten.
 func TestAuditRecorderBoundsMemory(t *testing.T) {
-	a, store, reader := newRecorder(t, audit.AuditOptions{Interval: time.Minute, MaxPending: 100})
+	a, store, reader := newRecorder(t, audit.Options{Interval: time.Minute, MaxPending: 100})
 	// Events of an interval that has ended: once written, their entries
 	// are forgotten.
 	at := time.Now().Add(-time.Hour)
-	store.down.Store(true)
+	store.Down.Store(true)
 	for i := range 150 {
 		a.Refused(at, stale(fmt.Sprintf("r%d", i), 1), "")
 	}
@@ -128,7 +129,7 @@ func TestAuditRecorderBoundsMemory(t *testing.T) {
 		t.Fatalf("pending %d, dropped %d, write failures %d; want 100, 50, 1", a.Pending(),
 			sumCounter(t, reader, "fencegw.audit.dropped"), sumCounter(t, reader, "fencegw.audit.write_failures"))
 	}
-	store.down.Store(false)
+	store.Down.Store(false)
 	if err := a.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +145,7 @@ func TestAuditRecorderBoundsMemory(t *testing.T) {
 // TestAuditRecorderLeaseEvents: renewals of a grant are one entry with
 // their count and the latest expiry; a lapse noticed twice is one entry.
 func TestAuditRecorderLeaseEvents(t *testing.T) {
-	a, store, _ := newRecorder(t, audit.AuditOptions{Replica: "gw-1", Interval: time.Hour})
+	a, store, _ := newRecorder(t, audit.Options{Replica: "gw-1", Interval: time.Hour})
 	t0 := time.Now().Truncate(time.Hour).Add(time.Minute)
 	l := tokens.Lease{Name: "r", Holder: "node-a", Epoch: 3, TTL: 10 * time.Second}
 	for i := range 4 {
