@@ -66,8 +66,8 @@ func (o Options) WithDefaults() Options {
 // label, a Lease template that CheckLeaseTemplate accepts, a SkewMargin
 // not negative. The error names the field. Validate reads no file.
 func (o Options) Validate() error {
-	if msgs := validation.IsDNS1123Label(o.Namespace); len(msgs) > 0 {
-		return fmt.Errorf("kubesource: Namespace %q: %s", o.Namespace, strings.Join(msgs, "; "))
+	if err := CheckNamespace(o.Namespace); err != nil {
+		return fmt.Errorf("kubesource: Namespace: %w", err)
 	}
 	if err := CheckLeaseTemplate(o.Lease); err != nil {
 		return fmt.Errorf("kubesource: Lease: %w", err)
@@ -112,6 +112,16 @@ func CheckLeaseTemplate(t string) error {
 func CheckLeaseName(name string) error {
 	if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
 		return fmt.Errorf("%w: %q: %s", ErrInvalidLeaseName, name, strings.Join(msgs, "; "))
+	}
+	return nil
+}
+
+// CheckNamespace reports whether ns is a namespace name: a DNS-1123 label
+// (lower-case letters, digits and '-', starting and ending with a letter
+// or digit, at most 63 characters).
+func CheckNamespace(ns string) error {
+	if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
+		return fmt.Errorf("namespace %q: %s", ns, strings.Join(msgs, "; "))
 	}
 	return nil
 }
