@@ -7,6 +7,11 @@ import (
 	"os"
 	"path/filepath"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -42,12 +47,24 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 	return c, nil
 }
 
-// tune makes c the gateway's: no client-side rate limit (every check is a
-// read the gateway must make now, and Coalesce already shares them), no
-// warnings logged, and a transport of its own (a Proxy function makes
+// tune makes c the gateway's: a client of coordination.k8s.io/v1 alone,
+// with a scheme of its own that knows only Leases and Status (the typed
+// clientset's scheme registers every built-in API group: tens of
+// megabytes in the binary); no client-side rate limit (every check is a
+// read the gateway must make now, and Coalesce already shares them); no
+// warnings logged; and a transport of its own (a Proxy function makes
 // client-go build one instead of sharing its process-wide cache), so that
 // Close can release its connections.
-func tune(c *rest.Config) {
+func tune(c *rest.Config) error {
+	scheme := runtime.NewScheme()
+	if err := coordinationv1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	metav1.AddToGroupVersion(scheme, schema.GroupVersion{Version: "v1"}) // Status
+	c.GroupVersion = &coordinationv1.SchemeGroupVersion
+	c.APIPath = "/apis"
+	c.NegotiatedSerializer = serializer.NewCodecFactory(scheme).WithoutConversion()
+	c.ContentType = runtime.ContentTypeJSON
 	c.QPS = -1
 	c.Burst = 0
 	c.WarningHandler = rest.NoWarnings{}
@@ -56,4 +73,5 @@ func tune(c *rest.Config) {
 	if c.Proxy == nil {
 		c.Proxy = http.ProxyFromEnvironment
 	}
+	return nil
 }

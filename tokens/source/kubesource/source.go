@@ -6,10 +6,9 @@ import (
 	"net/http"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
-	coordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/rest"
 
 	"github.com/fencegw/fencegw/tokens/source"
@@ -18,7 +17,7 @@ import (
 // Source reads leaders from Kubernetes Leases. It implements source.Source
 // and is safe for concurrent use. Create it with Open.
 type Source struct {
-	leases coordinationv1.LeaseInterface
+	client *rest.RESTClient // of coordination.k8s.io/v1 alone
 	http   *http.Client
 	host   string
 	opts   Options // after WithDefaults
@@ -50,17 +49,19 @@ func Open(ctx context.Context, o Options) (*Source, error) {
 // openConfig is Open with the client configuration loaded.
 func openConfig(ctx context.Context, cfg *rest.Config, o Options) (*Source, error) {
 	cfg = rest.CopyConfig(cfg)
-	tune(cfg)
+	if err := tune(cfg); err != nil {
+		return nil, fmt.Errorf("kubesource: client for %s: %w", cfg.Host, err)
+	}
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubesource: client for %s: %w", cfg.Host, err)
 	}
-	cc, err := coordinationv1.NewForConfigAndClient(cfg, hc)
+	rc, err := rest.RESTClientForConfigAndClient(cfg, hc)
 	if err != nil {
 		return nil, fmt.Errorf("kubesource: client for %s: %w", cfg.Host, err)
 	}
-	s := &Source{leases: cc.Leases(o.Namespace), http: hc, host: cfg.Host, opts: o, now: time.Now}
-	if err := cc.RESTClient().Get().AbsPath("/version").Do(ctx).Error(); err != nil {
+	s := &Source{client: rc, http: hc, host: cfg.Host, opts: o, now: time.Now}
+	if err := rc.Get().AbsPath("/version").Do(ctx).Error(); err != nil {
 		s.release()
 		return nil, fmt.Errorf("kubesource: API server %s: %w", cfg.Host, err)
 	}
@@ -91,7 +92,9 @@ func (s *Source) current(ctx context.Context, resource string) (source.Leader, e
 	if err := CheckLeaseName(name); err != nil {
 		return source.Leader{}, fmt.Errorf("kubesource: Lease of resource %q: %w", resource, err)
 	}
-	lease, err := s.leases.Get(ctx, name, metav1.GetOptions{})
+	// No resourceVersion: the API server reads etcd's quorum, not its cache.
+	var lease coordinationv1.Lease
+	err := s.client.Get().Namespace(s.opts.Namespace).Resource("leases").Name(name).Do(ctx).Into(&lease)
 	if apierrors.IsNotFound(err) {
 		return source.Leader{}, nil
 	}
