@@ -58,7 +58,7 @@ func TestValidationNamesTheField(t *testing.T) {
 		"api_keys: [{name: \"a\\tb\", admin: true, sha256: \"" + strings.Repeat("ab", 32) + "\"}]":                              "api_keys[0].name: \"a\\tb\": at most 256 bytes",
 		"api_keys: [{name: a, sha256: \"" + strings.Repeat("ab", 32) + "\"}]":                                                   "api_keys[0].leases: a non-admin key needs",
 		"routes: [{prefix: /a/, upstream: \"http://a\", epoch_source: {kind: postgres, dsn: \"postgres://x/y\"}}]":              "routes[0].epoch_source: needs tokens: raw",
-		"routes: [{prefix: /a/, upstream: \"http://a\", tokens: raw, resource: r, epoch_source: {kind: zk}}]":                   "routes[0].epoch_source.kind: must be postgres, etcd, redis or zookeeper",
+		"routes: [{prefix: /a/, upstream: \"http://a\", tokens: raw, resource: r, epoch_source: {kind: zk}}]":                   "routes[0].epoch_source.kind: must be postgres, etcd, redis, zookeeper or kubernetes, got \"zk\"; did you mean \"zookeeper\"?",
 		"routes: [{prefix: /a/, upstream: \"http://a\", tokens: raw, resource: r, epoch_source: {kind: etcd}}]":                 "routes[0].epoch_source.endpoints: at least one",
 		"routes: [{prefix: /a/, upstream: \"http://a\", tokens: raw, resource: r, epoch_source: {kind: postgres, dsn: x}}]":     "routes[0].epoch_source.dsn: must be a postgres:// URL",
 		"listen: nope":                   "listen: not a host:port",

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/fencegw/fencegw/tokens/source/kubesource"
 	"github.com/fencegw/fencegw/tokens/source/redissource"
 	"github.com/fencegw/fencegw/tokens/source/zksource"
 )
@@ -13,8 +14,10 @@ import (
 type EpochSource struct {
 	// Kind is postgres (a leader_lease table), etcd (a concurrency
 	// Election, whose epoch is the leader key's create revision), redis
-	// (a lock key whose value is the epoch) or zookeeper (an election of
-	// ephemeral sequential znodes, whose epoch is the leader node's czxid).
+	// (a lock key whose value is the epoch), zookeeper (an election of
+	// ephemeral sequential znodes, whose epoch is the leader node's czxid)
+	// or kubernetes (a coordination.k8s.io/v1 Lease, whose epoch is its
+	// leaseTransitions).
 	Kind string `yaml:"kind"`
 	// DSN is the PostgreSQL connection string (postgres).
 	DSN string `yaml:"dsn"`
@@ -41,7 +44,18 @@ type EpochSource struct {
 	// Path is the election's parent znode (zookeeper); {resource} in it
 	// stands for the resource name.
 	Path string `yaml:"path"`
+	// Kubeconfig is the kubeconfig file (kubernetes); when empty, the
+	// in-cluster configuration, else the files $KUBECONFIG lists.
+	Kubeconfig string `yaml:"kubeconfig"`
+	// Namespace holds the Leases (kubernetes); default "default".
+	Namespace string `yaml:"namespace"`
+	// Lease is the Lease's name (kubernetes), where {resource} stands for
+	// the route's resource; default {resource}.
+	Lease string `yaml:"lease"`
 }
+
+// sourceKinds are the kinds of epoch source, as kind names them.
+var sourceKinds = []string{"postgres", "etcd", "redis", "zookeeper", "kubernetes"}
 
 // oneElection reports whether the source reads one election for every
 // resource of the route: an etcd election, a Redis key without
@@ -54,6 +68,8 @@ func (s *EpochSource) oneElection() bool {
 		return s.Key != "" && !strings.Contains(s.Key, redissource.ResourcePlaceholder)
 	case "zookeeper":
 		return !strings.Contains(s.Path, zksource.ResourcePlaceholder)
+	case "kubernetes":
+		return s.Lease != "" && !strings.Contains(s.Lease, kubesource.ResourcePlaceholder)
 	}
 	return false
 }
@@ -88,8 +104,10 @@ func (s *EpochSource) validate(at string) []error {
 		}
 	case "zookeeper":
 		s.validateZooKeeper(bad)
+	case "kubernetes":
+		s.validateKubernetes(bad)
 	default:
-		bad("kind", "must be postgres, etcd, redis or zookeeper, got %q", s.Kind)
+		bad("kind", "must be postgres, etcd, redis, zookeeper or kubernetes, got %q%s", s.Kind, didYouMean(s.Kind, sourceKinds))
 		return errs
 	}
 	s.validateOtherKinds(bad)
@@ -114,7 +132,7 @@ func (s *EpochSource) validateZooKeeper(bad func(field, format string, args ...a
 }
 
 // validateOtherKinds reports the keys of a kind other than s.Kind, which
-// is one of the four.
+// is one of sourceKinds.
 func (s *EpochSource) validateOtherKinds(bad func(field, format string, args ...any)) {
 	if s.Kind != "postgres" && (s.DSN != "" || s.Table != "") {
 		bad("dsn", "dsn and table are for kind postgres")
@@ -127,5 +145,8 @@ func (s *EpochSource) validateOtherKinds(bad func(field, format string, args ...
 	}
 	if s.Kind != "zookeeper" && (len(s.Servers) > 0 || s.Path != "") {
 		bad("servers", "servers and path are for kind zookeeper")
+	}
+	if s.Kind != "kubernetes" && (s.Kubeconfig != "" || s.Namespace != "" || s.Lease != "") {
+		bad("lease", "kubeconfig, namespace and lease are for kind kubernetes")
 	}
 }

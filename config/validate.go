@@ -224,8 +224,8 @@ func cleanPrefix(p string) bool {
 // sourceResource checks the resource of a route with an epoch source: the
 // client must not choose which election vouches for its write. A header
 // placeholder would let it (the upstream need not read that header at
-// all); an etcd source, or a redis key or zookeeper path without
-// {resource}, reads one election for the whole route, so its resource must
+// all); an etcd source, or a redis key, zookeeper path or kubernetes lease
+// without {resource}, reads one election for the whole route, so its resource must
 // be one fixed name.
 func sourceResource(at, resource string, src *EpochSource) []error {
 	field := at + ".resource"
@@ -243,6 +243,8 @@ func sourceResource(at, resource string, src *EpochSource) []error {
 			what = "a redis epoch_source whose key has no {resource}"
 		case "zookeeper":
 			what = "a zookeeper epoch_source whose path has no {resource}"
+		case "kubernetes":
+			what = "a kubernetes epoch_source whose lease has no {resource}"
 		}
 		return []error{&FieldError{Field: field, Msg: "must be a fixed name with " + what + ": one election vouches for the whole route"}}
 	}

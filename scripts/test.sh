@@ -11,6 +11,39 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# kube-apiserver: the kubernetes epoch source's tests (internal/testutil/testkube)
+# run a real kube-apiserver, which scripts/kube-apiserver.sh builds from the
+# Go module proxy (about 20 minutes on two cores, once: it is cached). The
+# full run starts that build first, in the background, so that it overlaps
+# vet, staticcheck and the main tests; the packages that need it run in a
+# second go test after the main one, once the build has ended. testkube
+# waits (silently, at most 40 minutes) for the status file the build fills:
+# "ok", or "failed" and why. FENCEGW_TEST_KUBE_APISERVER set by the caller
+# skips the build. The quick tier needs none of it.
+kube_pid=
+if [ "${1:-}" != quick ]; then
+	kube_work=$(mktemp -d)
+	export FENCEGW_TEST_KUBE_STATUS=$kube_work/status
+	: >"$FENCEGW_TEST_KUBE_STATUS"
+	if [ -n "${FENCEGW_TEST_KUBE_APISERVER:-}" ]; then
+		echo ok >"$FENCEGW_TEST_KUBE_STATUS"
+	else
+		export FENCEGW_TEST_KUBE_APISERVER="${FENCEGW_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/fencegw}/kube-apiserver-v1.34.0"
+		(
+			if scripts/kube-apiserver.sh >"$kube_work/build.log" 2>&1; then
+				echo ok >"$FENCEGW_TEST_KUBE_STATUS"
+			else
+				echo "failed: $(tail -n 5 "$kube_work/build.log" | tr '\n' ' ')" >"$FENCEGW_TEST_KUBE_STATUS"
+			fi
+		) &
+		kube_pid=$!
+	fi
+fi
+# kube_packages need kube-apiserver; kube_tests are the tests of
+# cmd/fencegw that do. Both run in the second go test.
+kube_packages="./tokens/source/kubesource ./internal/testutil/testkube"
+kube_tests='^(TestBringYourOwnKubernetesLease|TestKubeLeaderExample)$'
+
 if [ -z "${FENCEGW_TEST_POSTGRES_DSN:-}" ] && ! compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null; then
 	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
 		echo "installing the PostgreSQL server binaries for the tests"
@@ -63,12 +96,12 @@ fi
 
 # quick: the edit-test loop. Unit tests and the conformance suites on the
 # embedded store, without the race detector, the PostgreSQL, etcd, Redis
-# and ZooKeeper backends, the process tests, the benchmarks and the fault
-# suite; with
+# and ZooKeeper backends, kube-apiserver, the process tests, the benchmarks
+# and the fault suite; with
 # -short, so the slow tests (floods, long waits) are left to the full run.
 if [ "${1:-}" = quick ]; then
 	go vet ./...
-	exec go test -short -count=1 -timeout 10m $(go list ./... | grep -vE '/(faults|bench)(/|$)|/cmd/fencegw$|/(pgstore|etcdstore|pgsource|etcdsource|redissource|zksource)$|/internal/testutil/(testpg|testetcd|testredis|testzk)$|/cmd/fencegw/internal/demo$')
+	exec go test -short -count=1 -timeout 10m $(go list ./... | grep -vE '/(faults|bench)(/|$)|/cmd/fencegw$|/(pgstore|etcdstore|pgsource|etcdsource|redissource|zksource|kubesource)$|/internal/testutil/(testpg|testetcd|testredis|testzk|testkube)$|/cmd/fencegw/internal/demo$')
 fi
 
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
@@ -80,7 +113,7 @@ fi
 # many packages are done, which are not yet and, while the fault suite
 # runs, its case (FENCEGW_FAULTS_PROGRESS).
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+trap 'rm -rf "$work" "${kube_work:-}"' EXIT
 step_file=$work/step          # the step running: vet, staticcheck or tests
 test_log=$work/test.log       # go test's output
 faults_progress=$work/faults-progress
@@ -114,7 +147,7 @@ heartbeat_line() {
 	done
 ) &
 heartbeat=$!
-trap 'kill "$heartbeat" 2>/dev/null || true; rm -rf "$work"' EXIT
+trap 'kill "$heartbeat" 2>/dev/null || true; rm -rf "$work" "${kube_work:-}"' EXIT
 echo "go vet"
 go vet ./...
 # staticcheck at a pinned version, from the module cache once downloaded
@@ -125,9 +158,23 @@ GOPROXY="file://$(go env GOMODCACHE)/cache/download,$(go env GOPROXY)" \
 	go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 echo tests >"$step_file"
 set +e
+main_packages=$(go list ./... | grep -vE '/tokens/source/kubesource$|/internal/testutil/testkube$')
 FENCEGW_FAULTS_REPORT=$faults_report FENCEGW_FAULTS_PROGRESS=$faults_progress \
-	go test -race -count=1 -timeout 25m ./... 2>&1 | tee "$test_log"
+	go test -race -count=1 -timeout 25m -skip "$kube_tests" $main_packages 2>&1 | tee "$test_log"
 status=${PIPESTATUS[0]}
+# The kube-apiserver tests, once its build has ended (testkube fails them
+# under CI=true, or skips them, when the build failed).
+if [ -n "$kube_pid" ]; then
+	echo "kube-apiserver build" >"$step_file"
+	wait "$kube_pid"
+	echo tests >"$step_file"
+fi
+echo "kube-apiserver: $(cat "$FENCEGW_TEST_KUBE_STATUS")"
+go test -race -count=1 -timeout 10m $kube_packages 2>&1 | tee -a "$test_log"
+kube_status=${PIPESTATUS[0]}
+go test -race -count=1 -timeout 10m -run "$kube_tests" ./cmd/fencegw 2>&1 | tee -a "$test_log"
+[ "${PIPESTATUS[0]}" = 0 ] || kube_status=1
+[ "$status" != 0 ] || status=$kube_status
 set -e
 kill "$heartbeat" 2>/dev/null || true
 wait "$heartbeat" 2>/dev/null || true

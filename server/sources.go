@@ -12,6 +12,7 @@ import (
 	"github.com/fencegw/fencegw/tokens"
 	"github.com/fencegw/fencegw/tokens/source"
 	"github.com/fencegw/fencegw/tokens/source/etcdsource"
+	"github.com/fencegw/fencegw/tokens/source/kubesource"
 	"github.com/fencegw/fencegw/tokens/source/pgsource"
 	"github.com/fencegw/fencegw/tokens/source/redissource"
 	"github.com/fencegw/fencegw/tokens/source/zksource"
@@ -59,6 +60,12 @@ func (o *sourceSet) open(field string, c *config.EpochSource) (tokens.EpochSourc
 			return nil, fmt.Errorf("%s: %w", field, err)
 		}
 		s = zs
+	case "kubernetes":
+		ks, err := kubesource.Open(ctx, kubesource.Options{Kubeconfig: c.Kubeconfig, Namespace: c.Namespace, Lease: c.Lease})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", field, err)
+		}
+		s = ks
 	default:
 		return nil, fmt.Errorf("%s.kind: unknown kind %q", field, c.Kind)
 	}

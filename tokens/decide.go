@@ -82,6 +82,8 @@ type Admission struct {
 //     a token for another resource than the route's is ErrWrongResource;
 //  4. an epoch source, when the route names one, must vouch for the epoch
 //     (*StaleEpochError below or lapsed, *EpochNotIssuedError above);
+//     epoch 0 (a raw epoch only) is ErrMalformedToken without one, and
+//     with one is then fenced like any epoch: never below the HWM;
 //  5. the Fence decides (*StaleEpochError, *EpochNotIssuedError), on a
 //     leased resource also on the grant's life (see Admission.DeliverBy);
 //     a raw epoch on a leased resource is a *RawOnLeasedError unless
@@ -107,6 +109,9 @@ func (f *Fence) Decide(ctx context.Context, p Presented) (Admission, error) {
 	a.Epoch, a.Holder = claims.Epoch, claims.Holder
 	if a.Resource, err = resourceOf(p, claims); err != nil {
 		return a, err
+	}
+	if a.Epoch == 0 && p.Source == nil {
+		return a, fmt.Errorf("%w: epoch must be positive, got 0 (only an epoch source may vouch for epoch 0)", ErrMalformedToken)
 	}
 	if p.Source != nil {
 		if err := p.Source.Check(ctx, a.Resource, a.Epoch); err != nil {

@@ -13,6 +13,18 @@ const MaxResourceLen = 256
 // is a positive int64. Signs, spaces, exponents, fractions and values above
 // 2^63-1 are refused with an error wrapping ErrMalformedToken.
 func ParseEpoch(s string) (int64, error) {
+	v, err := ParseRawEpoch(s)
+	if err == nil && v == 0 {
+		return 0, fmt.Errorf("%w: epoch must be positive, got 0", ErrMalformedToken)
+	}
+	return v, err
+}
+
+// ParseRawEpoch parses an epoch a client presents on a raw route: as
+// ParseEpoch, but 0 is accepted too. Only an epoch source whose first
+// leader gets epoch 0 (a Kubernetes Lease's leaseTransitions) can vouch
+// for it; Decide refuses 0 on a route without one.
+func ParseRawEpoch(s string) (int64, error) {
 	if s == "" {
 		return 0, fmt.Errorf("%w: empty epoch", ErrMalformedToken)
 	}
@@ -30,9 +42,6 @@ func ParseEpoch(s string) (int64, error) {
 			return 0, fmt.Errorf("%w: epoch %q exceeds 9223372036854775807", ErrMalformedToken, s)
 		}
 		return 0, fmt.Errorf("%w: epoch %q: %w", ErrMalformedToken, s, err)
-	}
-	if v <= 0 {
-		return 0, fmt.Errorf("%w: epoch must be positive, got %d", ErrMalformedToken, v)
 	}
 	return v, nil
 }

@@ -107,17 +107,23 @@ func (f *Fence) Admit(ctx context.Context, resource string, epoch int64) error {
 // admit is Admit, and for a leased resource the moment until which the
 // admitted grant is known live (the zero Time otherwise).
 func (f *Fence) admit(ctx context.Context, resource string, epoch int64) (time.Time, error) {
+	if err := ValidateAdvance(resource, epoch); err != nil {
+		return time.Time{}, err
+	}
 	return f.admitUnleased(ctx, resource, epoch, false)
 }
 
 // admitUnleased is admit, and when refuseLeased is set a
-// *RawOnLeasedError for a resource that is leased (see leasedVerdict).
+// *RawOnLeasedError for a resource that is leased (see leasedVerdict). It
+// also takes epoch 0, which only Decide passes, once an epoch source
+// vouched for it: 0 is never above the HWM, so it is admitted only while
+// the resource's HWM is 0, and never raises it.
 func (f *Fence) admitUnleased(ctx context.Context, resource string, epoch int64, refuseLeased bool) (time.Time, error) {
 	if err := ValidateResource(resource); err != nil {
 		return time.Time{}, err
 	}
-	if err := ValidateEpoch(epoch); err != nil {
-		return time.Time{}, err
+	if epoch < 0 {
+		return time.Time{}, fmt.Errorf("%w: %d is negative", ErrInvalidEpoch, epoch)
 	}
 	st := f.cache.take(resource)
 	defer f.cache.put(st)

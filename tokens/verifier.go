@@ -46,14 +46,15 @@ type Verifier interface {
 	Verify(ctx context.Context, token string) (Claims, error)
 }
 
-// RawVerifier accepts a raw decimal epoch (see ParseEpoch). A raw epoch names
+// RawVerifier accepts a raw decimal epoch, 0 included (see ParseRawEpoch;
+// Decide admits 0 only on a route with an epoch source). A raw epoch names
 // neither resource nor holder: the route or the request must name the
 // resource.
 type RawVerifier struct{}
 
 // Verify parses token as a raw decimal epoch.
 func (RawVerifier) Verify(_ context.Context, token string) (Claims, error) {
-	e, err := ParseEpoch(token)
+	e, err := ParseRawEpoch(token)
 	if err != nil {
 		return Claims{}, err
 	}

@@ -86,6 +86,9 @@ var layers = []layer{
 		{name: "faults", pkgs: []string{"faults"}},
 		{name: "bench", pkgs: []string{"bench/..."}},
 		{name: "archtest", pkgs: []string{"internal/archtest"}},
+		// Examples are main packages users read and copy: they take only
+		// the contract's types, and nothing imports them.
+		{name: "examples", pkgs: []string{"examples/..."}, only: []string{"wire/..."}},
 	}},
 }
 

@@ -15,12 +15,13 @@ const (
 
 // Check compares an epoch presented for resource with the leader l read
 // from the resource's source, in the domain's verdicts. It returns nil only
-// when presented equals l.Epoch, l.Epoch is positive and l.Live is true.
-// Otherwise it returns:
+// when l.Held, presented equals l.Epoch (0 included: some sources give
+// their first leader epoch 0) and l.Live is true. Otherwise it returns:
 //
 //   - a *tokens.StaleEpochError with Current 0 and Reason ReasonNoLeader
-//     when l.Epoch <= 0, whatever was presented (the source cannot vouch for
-//     any epoch);
+//     when !l.Held, or l.Epoch is negative (a broken source, failed
+//     closed), whatever was presented (the source cannot vouch for any
+//     epoch);
 //   - a *tokens.StaleEpochError with Current l.Epoch and no Reason when
 //     presented < l.Epoch (superseded by a newer leader);
 //   - a *tokens.EpochNotIssuedError with Issued l.Epoch when
@@ -29,7 +30,7 @@ const (
 //     ReasonLapsed when presented == l.Epoch but the lease is not live.
 func Check(l Leader, resource string, presented int64) error {
 	switch {
-	case l.Epoch <= 0:
+	case !l.Held || l.Epoch < 0:
 		return &tokens.StaleEpochError{Resource: resource, Presented: presented, Reason: ReasonNoLeader}
 	case presented < l.Epoch:
 		return &tokens.StaleEpochError{Resource: resource, Presented: presented, Current: l.Epoch}

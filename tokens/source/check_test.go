@@ -9,8 +9,8 @@ import (
 )
 
 func TestCheck(t *testing.T) {
-	live := func(e int64) Leader { return Leader{Epoch: e, Holder: "node-a", Live: true} }
-	lapsed := func(e int64) Leader { return Leader{Epoch: e, Holder: "node-a"} }
+	live := func(e int64) Leader { return Leader{Held: true, Epoch: e, Holder: "node-a", Live: true} }
+	lapsed := func(e int64) Leader { return Leader{Held: true, Epoch: e, Holder: "node-a"} }
 	stale := func(current int64, reason string) error {
 		return &tokens.StaleEpochError{Current: current, Reason: reason}
 	}
@@ -31,8 +31,15 @@ func TestCheck(t *testing.T) {
 		{"above and lapsed", lapsed(7), 9, notIssued(7)},
 		{"no leader", Leader{}, 1, stale(0, ReasonNoLeader)},
 		{"no leader, zero presented", Leader{}, 0, stale(0, ReasonNoLeader)},
-		{"epoch 0 with a live holder", Leader{Holder: "x", Live: true}, 0, stale(0, ReasonNoLeader)},
-		{"negative epoch", Leader{Epoch: -1, Live: true}, -1, stale(0, ReasonNoLeader)},
+		{"not held, with a live holder", Leader{Holder: "x", Live: true}, 0, stale(0, ReasonNoLeader)},
+		{"not held, epoch 7", Leader{Epoch: 7, Holder: "x", Live: true}, 7, stale(0, ReasonNoLeader)},
+		{"negative epoch", Leader{Held: true, Epoch: -1, Live: true}, -1, stale(0, ReasonNoLeader)},
+		// A Kubernetes Lease's first leader has leaseTransitions 0.
+		{"first epoch 0", live(0), 0, nil},
+		{"above first epoch 0", live(1), 2, notIssued(1)},
+		{"first epoch 0, above", live(0), 1, notIssued(0)},
+		{"first epoch 0, lapsed", lapsed(0), 0, stale(0, ReasonLapsed)},
+		{"first epoch 0, negative presented", live(0), -1, stale(0, "")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := Check(tc.l, "invoice-sweeper", tc.presented)

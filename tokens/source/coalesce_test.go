@@ -44,7 +44,7 @@ func mustUnavailable(t *testing.T, what string, err error, wrapped error) {
 // TestCoalescedVerdicts: Check answers with Check's verdicts on what the
 // wrapped source read.
 func TestCoalescedVerdicts(t *testing.T) {
-	c := Coalesce(&fakeSource{leader: Leader{Epoch: 4, Holder: "a", Live: true}}, time.Second)
+	c := Coalesce(&fakeSource{leader: Leader{Held: true, Epoch: 4, Holder: "a", Live: true}}, time.Second)
 	defer c.Close()
 	if err := c.Check(context.Background(), "r", 4); err != nil {
 		t.Fatalf("Check(4) = %v", err)
@@ -80,7 +80,7 @@ func TestCoalescedUnavailable(t *testing.T) {
 	cancel()
 	mustUnavailable(t, "Check with an ended context", hung.Check(ctx, "r", 1), context.Canceled)
 
-	f := &fakeSource{leader: Leader{Epoch: 1, Live: true}}
+	f := &fakeSource{leader: Leader{Held: true, Epoch: 1, Live: true}}
 	closed := Coalesce(f, 0)
 	for range 2 {
 		if err := closed.Close(); err != nil {

@@ -18,12 +18,12 @@ func ExampleCheck() {
 		}
 		return string(tokens.DecisionOf(err))
 	}
-	nodeA := source.Leader{Epoch: 1, Holder: "node-a", Live: true}
+	nodeA := source.Leader{Held: true, Epoch: 1, Holder: "node-a", Live: true}
 	fmt.Println("node-a leads, epoch 1:", describe(source.Check(nodeA, "invoice-sweeper", 1)))
 	fmt.Println("node-a leads, epoch 2:", describe(source.Check(nodeA, "invoice-sweeper", 2)))
 	nodeA.Live = false
 	fmt.Println("lease lapsed, epoch 1:", describe(source.Check(nodeA, "invoice-sweeper", 1)))
-	nodeB := source.Leader{Epoch: 2, Holder: "node-b", Live: true}
+	nodeB := source.Leader{Held: true, Epoch: 2, Holder: "node-b", Live: true}
 	fmt.Println("node-b leads, epoch 1:", describe(source.Check(nodeB, "invoice-sweeper", 1)))
 	fmt.Println("node-b leads, epoch 2:", describe(source.Check(nodeB, "invoice-sweeper", 2)))
 	// Output:

@@ -13,9 +13,16 @@ var ErrClosed = errors.New("epoch source closed")
 
 // Leader is what a source says about a resource's current leader.
 type Leader struct {
-	// Epoch is the current leader's epoch (fencing token); 0 when the
-	// source has no leader record for the resource. Check treats any
-	// Epoch <= 0 as "no leader".
+	// Held reports that the source has a leader record for the resource
+	// (live or lapsed). It alone says whether there is a leader: Check
+	// treats !Held as "no leader", whatever Epoch says, because some
+	// sources give their first leader epoch 0 (a Kubernetes Lease's
+	// leaseTransitions). Every source sets it whenever it reports a
+	// leader; the zero Leader is "no leader".
+	Held bool
+	// Epoch is the current leader's epoch (fencing token), meaningful only
+	// when Held: 0 or more. A source whose records hold a negative epoch
+	// must not report them as held.
 	Epoch int64
 	// Holder names the leader when the source knows it; it is informative
 	// only and never decides an admission.

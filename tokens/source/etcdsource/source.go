@@ -52,7 +52,7 @@ func (s *Source) leader(ctx context.Context, resource, prefix string) (source.Le
 		return source.Leader{}, nil
 	}
 	kv := resp.Kvs[0]
-	return source.Leader{Epoch: kv.CreateRevision, Holder: string(kv.Value), Live: true}, nil
+	return source.Leader{Held: true, Epoch: kv.CreateRevision, Holder: string(kv.Value), Live: true}, nil
 }
 
 // prefixSource is a view of a Source bound to one election prefix.

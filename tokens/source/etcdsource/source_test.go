@@ -31,7 +31,7 @@ func TestElectionTimeline(t *testing.T) {
 	e1 := concurrency.NewElection(session(t, cli, 10), prefix)
 	campaign(t, e1, "node-a")
 	rev1 := e1.Rev()
-	a := source.Leader{Epoch: rev1, Holder: "node-a", Live: true}
+	a := source.Leader{Held: true, Epoch: rev1, Holder: "node-a", Live: true}
 	sourcetest.MustLeader(t, view, "report-generator", a)
 	sourcetest.MustLeader(t, view, "any name at all", a)
 	sourcetest.MustLeader(t, src, prefix, a) // the resource name is the prefix
@@ -51,14 +51,14 @@ func TestElectionTimeline(t *testing.T) {
 	if err := e1.Proclaim(sourcetest.Context(t, 10*time.Second), "node-a v2"); err != nil {
 		t.Fatalf("Proclaim: %v", err)
 	}
-	sourcetest.MustLeader(t, view, "", source.Leader{Epoch: rev1, Holder: "node-a v2", Live: true})
+	sourcetest.MustLeader(t, view, "", source.Leader{Held: true, Epoch: rev1, Holder: "node-a v2", Live: true})
 
 	if err := e1.Resign(sourcetest.Context(t, 10*time.Second)); err != nil {
 		t.Fatalf("Resign: %v", err)
 	}
 	won(t)
 	rev2 := e2.Rev()
-	sourcetest.MustLeader(t, view, "", source.Leader{Epoch: rev2, Holder: "node-b", Live: true})
+	sourcetest.MustLeader(t, view, "", source.Leader{Held: true, Epoch: rev2, Holder: "node-b", Live: true})
 	sourcetest.MustCheck(t, view, "", rev1, sourcetest.Superseded)
 	if err := coalesced.Check(sourcetest.Context(t, 10*time.Second), "report-generator", rev2); err != nil {
 		t.Fatalf("Check of the new leader's revision through the view: %v", err)
@@ -110,7 +110,7 @@ func TestLeaderLosesLease(t *testing.T) {
 
 			tc.lose(t, s1)
 			won(t)
-			sourcetest.MustLeader(t, view, "", source.Leader{Epoch: e2.Rev(), Holder: "node-b", Live: true})
+			sourcetest.MustLeader(t, view, "", source.Leader{Held: true, Epoch: e2.Rev(), Holder: "node-b", Live: true})
 			sourcetest.MustCheck(t, view, "", rev1, sourcetest.Superseded)
 			if err := e2.Resign(sourcetest.Context(t, 10*time.Second)); err != nil {
 				t.Fatalf("Resign: %v", err)
@@ -137,8 +137,8 @@ func TestPrefixIsolation(t *testing.T) {
 	if a.Rev() <= ab.Rev() {
 		t.Fatalf("revisions %d, %d: the sibling must be older for this test", a.Rev(), ab.Rev())
 	}
-	sourcetest.MustLeader(t, src.ForPrefix("/e/a"), "", source.Leader{Epoch: a.Rev(), Holder: "a-leader", Live: true})
-	sourcetest.MustLeader(t, src, "/e/ab", source.Leader{Epoch: ab.Rev(), Holder: "ab-leader", Live: true})
+	sourcetest.MustLeader(t, src.ForPrefix("/e/a"), "", source.Leader{Held: true, Epoch: a.Rev(), Holder: "a-leader", Live: true})
+	sourcetest.MustLeader(t, src, "/e/ab", source.Leader{Held: true, Epoch: ab.Rev(), Holder: "ab-leader", Live: true})
 
 	for _, s := range []source.Source{src, src.ForPrefix("")} {
 		_, err := s.Current(sourcetest.Context(t, 10*time.Second), "")

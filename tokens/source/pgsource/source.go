@@ -59,9 +59,9 @@ func Open(ctx context.Context, o Options) (*Source, error) {
 //
 //	SELECT epoch, holder::text, expires_at > now() FROM table WHERE name = $1
 //
-// No row gives source.Leader{} (no leader). Live is true only when holder
-// is not NULL and expires_at is not NULL and later than now(); a NULL epoch
-// reads as 0. More than one row for the name is an error (the name column
+// No row gives source.Leader{} (no leader). Held is true only for a
+// positive epoch (a NULL epoch reads as 0, a row never taken); Live only
+// when holder is not NULL and expires_at is not NULL and later than now(). More than one row for the name is an error (the name column
 // must be unique). Every error wraps a *tokens.UnavailableError: the caller
 // must fail closed. After Close, it also wraps source.ErrClosed.
 func (s *Source) Current(ctx context.Context, resource string) (source.Leader, error) {
@@ -106,6 +106,9 @@ func (s *Source) read(ctx context.Context, resource string) (source.Leader, erro
 		if epoch != nil {
 			l.Epoch = *epoch
 		}
+		// The seed's epochs start at 1: a row whose epoch is NULL or not
+		// positive was never taken, and names no leader.
+		l.Held = l.Epoch > 0
 		if holder != nil {
 			l.Holder = *holder
 		}

@@ -23,7 +23,7 @@ func TestSeedRenewal(t *testing.T) {
 		t.Fatal("node-a could not renew")
 	}
 	time.Sleep(1100 * time.Millisecond) // past the first deadline, not the renewed one
-	sourcetest.MustLeader(t, s, r, source.Leader{Epoch: 1, Holder: "node-a", Live: true})
+	sourcetest.MustLeader(t, s, r, source.Leader{Held: true, Epoch: 1, Holder: "node-a", Live: true})
 	if e := acquire(t, lease, r, "node-b", 15); e != 0 {
 		t.Fatalf("node-b acquired epoch %d while node-a holds a renewed lease", e)
 	}
@@ -57,11 +57,11 @@ func TestNulls(t *testing.T) {
 		want source.Leader
 	}{
 		{"bare", source.Leader{}},
-		{"no-expiry", source.Leader{Epoch: 3, Holder: "node-a"}},
-		{"no-holder", source.Leader{Epoch: 4}},
+		{"no-expiry", source.Leader{Held: true, Epoch: 3, Holder: "node-a"}},
+		{"no-holder", source.Leader{Held: true, Epoch: 4}},
 		{"no-epoch", source.Leader{Holder: "node-a", Live: true}},
-		{"live", source.Leader{Epoch: 5, Holder: "node-a", Live: true}},
-		{"infinite", source.Leader{Epoch: 6, Holder: "node-a", Live: true}},
+		{"live", source.Leader{Held: true, Epoch: 5, Holder: "node-a", Live: true}},
+		{"infinite", source.Leader{Held: true, Epoch: 6, Holder: "node-a", Live: true}},
 	} {
 		sourcetest.MustLeader(t, s, tc.name, tc.want)
 	}
@@ -89,7 +89,7 @@ func TestCustomNames(t *testing.T) {
 		EpochColumn:   "gen",
 		ExpiresColumn: "until",
 	})
-	sourcetest.MustLeader(t, s, "jobs", source.Leader{Epoch: 41, Holder: "6f1c2a7e-0000-4000-8000-000000000001", Live: true})
+	sourcetest.MustLeader(t, s, "jobs", source.Leader{Held: true, Epoch: 41, Holder: "6f1c2a7e-0000-4000-8000-000000000001", Live: true})
 	sourcetest.MustCheck(t, s, "jobs", 41, sourcetest.Admit)
 	sourcetest.MustCheck(t, s, "jobs", 40, sourcetest.Superseded)
 	sourcetest.MustLeader(t, s, "invoice-sweeper", source.Leader{})
@@ -99,7 +99,7 @@ func TestCustomNames(t *testing.T) {
 	exec(t, conn, `CREATE TABLE my_leases (n text PRIMARY KEY, h text, e bigint, x timestamp)`)
 	exec(t, conn, `INSERT INTO my_leases VALUES ('r', 'h1', 7, now() + interval '1 minute')`)
 	s2 := open(t, pgsource.Options{DSN: dsn, Table: "my_leases", NameColumn: "n", HolderColumn: "h", EpochColumn: "e", ExpiresColumn: "x"})
-	sourcetest.MustLeader(t, s2, "r", source.Leader{Epoch: 7, Holder: "h1", Live: true})
+	sourcetest.MustLeader(t, s2, "r", source.Leader{Held: true, Epoch: 7, Holder: "h1", Live: true})
 }
 
 // TestDuplicateNames: a name column that is not unique fails closed.
@@ -113,7 +113,7 @@ func TestDuplicateNames(t *testing.T) {
 	} else {
 		t.Logf("Current with two rows: %v", err)
 	}
-	sourcetest.MustLeader(t, s, "ok", source.Leader{Epoch: 1, Holder: "a", Live: true})
+	sourcetest.MustLeader(t, s, "ok", source.Leader{Held: true, Epoch: 1, Holder: "a", Live: true})
 }
 
 // TestOpenErrors: a bad configuration fails Open with an error naming the
@@ -181,12 +181,12 @@ func TestBrokenPooledConnectionsRetried(t *testing.T) {
 		t.Fatalf("node-a acquired epoch %d, want 1", e)
 	}
 	for i := range 3 {
-		sourcetest.MustLeader(t, s, r, source.Leader{Epoch: 1, Holder: "node-a", Live: true})
+		sourcetest.MustLeader(t, s, r, source.Leader{Held: true, Epoch: 1, Holder: "node-a", Live: true})
 		// Waits until the backends exited; the pool's connections were
 		// idle for far less than the second after which pgxpool pings.
 		exec(t, lease, `SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity
 WHERE datname = current_database() AND pid <> pg_backend_pid()`)
 		t.Logf("round %d: sessions terminated", i+1)
 	}
-	sourcetest.MustLeader(t, s, r, source.Leader{Epoch: 1, Holder: "node-a", Live: true})
+	sourcetest.MustLeader(t, s, r, source.Leader{Held: true, Epoch: 1, Holder: "node-a", Live: true})
 }

@@ -47,5 +47,5 @@ func TestStandbyRefused(t *testing.T) {
 	if err := cl.Promote(); err != nil {
 		t.Fatalf("Promote: %v", err)
 	}
-	sourcetest.MustLeader(t, s, r, source.Leader{Epoch: e, Holder: "node-a", Live: true})
+	sourcetest.MustLeader(t, s, r, source.Leader{Held: true, Epoch: e, Holder: "node-a", Live: true})
 }

@@ -101,7 +101,7 @@ func (s *Source) primary(role *redis.Cmd) error {
 //
 // A missing key (never taken, released, or expired on the server's clock)
 // gives source.Leader{} (no leader). A key holding an epoch gives
-// Leader{Epoch: epoch, Live: true}: Redis deletes the key when its PX
+// Leader{Held: true, Epoch: epoch, Live: true}: Redis deletes the key when its PX
 // expires, so a key that exists is live. Holder is always "": the value is
 // the epoch alone. Any other value (text, zero, a sign, a leading zero,
 // beyond an int64) or type is an error wrapping ErrNotEpoch or Redis's
@@ -143,7 +143,7 @@ func (s *Source) current(ctx context.Context, resource string) (source.Leader, e
 	if err != nil {
 		return source.Leader{}, fmt.Errorf("redissource: lock %q on %s holds no epoch (the value must be the epoch from INCR, in decimal): %w", key, s.addr, err)
 	}
-	return source.Leader{Epoch: epoch, Live: true}, nil
+	return source.Leader{Held: true, Epoch: epoch, Live: true}, nil
 }
 
 // Close closes the client: reads in flight fail, and Current then fails

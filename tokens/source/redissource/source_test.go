@@ -34,7 +34,7 @@ func TestLeaderRecipe(t *testing.T) {
 		t.Fatalf("renew by the holder = %v, %v", ok, err)
 	}
 	time.Sleep(400 * time.Millisecond) // past the first PX, not the renewed one
-	sourcetest.MustLeader(t, s, r, source.Leader{Epoch: e1, Live: true})
+	sourcetest.MustLeader(t, s, r, source.Leader{Held: true, Epoch: e1, Live: true})
 	if ok, err := renew(ctx, c, key, e1-1, time.Minute); err != nil || ok {
 		t.Fatalf("renew by a stale epoch = %v, %v", ok, err)
 	}
@@ -75,7 +75,7 @@ func TestValues(t *testing.T) {
 		mustFail(t, s, "bad", redissource.ErrNotEpoch)
 	}
 	set(t, c, "fencegw:good", "9223372036854775807")
-	sourcetest.MustLeader(t, s, "good", source.Leader{Epoch: 9223372036854775807, Live: true})
+	sourcetest.MustLeader(t, s, "good", source.Leader{Held: true, Epoch: 9223372036854775807, Live: true})
 
 	if err := c.HSet(sourcetest.Context(t, 10*time.Second), "fencegw:hash", "epoch", "7").Err(); err != nil {
 		t.Fatalf("HSET: %v", err)
@@ -95,15 +95,15 @@ func TestKeyTemplate(t *testing.T) {
 	set(t, c, "fencegw:x' OR 1", "2")
 
 	s := open(t, redissource.Options{Address: srv.Addr(), Key: "locks/{resource}/leader"})
-	sourcetest.MustLeader(t, s, "jobs", source.Leader{Epoch: 4, Live: true})
+	sourcetest.MustLeader(t, s, "jobs", source.Leader{Held: true, Epoch: 4, Live: true})
 	sourcetest.MustLeader(t, s, "other", source.Leader{})
 
 	one := open(t, redissource.Options{Address: srv.Addr(), Key: "the-one-lock"})
-	sourcetest.MustLeader(t, one, "jobs", source.Leader{Epoch: 9, Live: true})
-	sourcetest.MustLeader(t, one, "anything", source.Leader{Epoch: 9, Live: true})
+	sourcetest.MustLeader(t, one, "jobs", source.Leader{Held: true, Epoch: 9, Live: true})
+	sourcetest.MustLeader(t, one, "anything", source.Leader{Held: true, Epoch: 9, Live: true})
 
 	def := open(t, redissource.Options{Address: srv.Addr()})
-	sourcetest.MustLeader(t, def, "x' OR 1", source.Leader{Epoch: 2, Live: true})
+	sourcetest.MustLeader(t, def, "x' OR 1", source.Leader{Held: true, Epoch: 2, Live: true})
 	sourcetest.MustLeader(t, def, "jobs", source.Leader{})
 }
 
@@ -170,16 +170,16 @@ func TestURLAddress(t *testing.T) {
 	}
 
 	s := open(t, redissource.Options{Address: "redis://:s3cret-pw@" + srv.Addr() + "/2"})
-	sourcetest.MustLeader(t, s, "jobs", source.Leader{Epoch: 5, Live: true})
+	sourcetest.MustLeader(t, s, "jobs", source.Leader{Held: true, Epoch: 5, Live: true})
 	s0 := open(t, redissource.Options{Address: "redis://default:s3cret-pw@" + srv.Addr()})
-	sourcetest.MustLeader(t, s0, "jobs", source.Leader{Epoch: 3, Live: true})
+	sourcetest.MustLeader(t, s0, "jobs", source.Leader{Held: true, Epoch: 3, Live: true})
 
 	// The least an ACL user needs: GET and ROLE, on the lock keys.
 	if err := db2.Do(ctx, "ACL", "SETUSER", "fencegw", "on", ">gw-pw", "~fencegw:*", "+get", "+role").Err(); err != nil {
 		t.Fatalf("ACL SETUSER: %v", err)
 	}
 	acl := open(t, redissource.Options{Address: "redis://fencegw:gw-pw@" + srv.Addr()})
-	sourcetest.MustLeader(t, acl, "jobs", source.Leader{Epoch: 3, Live: true})
+	sourcetest.MustLeader(t, acl, "jobs", source.Leader{Held: true, Epoch: 3, Live: true})
 	mustFail(t, open(t, redissource.Options{Address: "redis://fencegw:gw-pw@" + srv.Addr(), Key: "other:{resource}"}), "jobs", nil)
 
 	_, err := redissource.Open(ctx, redissource.Options{Address: "redis://:wrong-pw@" + srv.Addr() + "/2"})

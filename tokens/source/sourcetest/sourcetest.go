@@ -25,7 +25,8 @@ import (
 type Election interface {
 	// Acquire makes holder the leader of resource, whose lease must be free
 	// or lapsed, and returns the new leader's epoch: above every epoch
-	// resource had before.
+	// resource had before, and not negative (0 only for the first leader
+	// of a source whose Harness sets FirstEpochZero).
 	Acquire(t *testing.T, resource, holder string) int64
 	// Lapse ends the lease of resource's leader on the source's own clock,
 	// as if the leader had stopped renewing it, and nobody takes over.
@@ -59,6 +60,10 @@ type Harness struct {
 	// records hold the epoch alone, and Holder is always "" (a Redis lock
 	// whose value is the epoch).
 	NoHolder bool
+	// FirstEpochZero reports that the first leader of a resource gets
+	// epoch 0, a real epoch the source vouches for (a Kubernetes Lease's
+	// leaseTransitions); otherwise every epoch is positive.
+	FirstEpochZero bool
 }
 
 // leader is the Leader h's source reports for a leader elected as holder
@@ -67,7 +72,7 @@ func (h Harness) leader(epoch int64, holder string, live bool) source.Leader {
 	if h.NoHolder {
 		holder = ""
 	}
-	return source.Leader{Epoch: epoch, Holder: holder, Live: live}
+	return source.Leader{Held: true, Epoch: epoch, Holder: holder, Live: live}
 }
 
 // contract lists the suite's subtests, in the order Run runs them.
@@ -77,6 +82,7 @@ var contract = []struct {
 }{
 	{"NoLeader", testNoLeader},
 	{"Leader", testLeader},
+	{"FirstEpoch", testFirstEpoch},
 	{"Takeover", testTakeover},
 	{"Lapsed", testLapsed},
 	{"IndependentResources", testIndependentResources},
@@ -98,9 +104,20 @@ func Run(t *testing.T, h Harness) {
 	}
 }
 
-// resource names a resource of t's own.
+// resource names a resource of t's own, as a DNS-1123 subdomain (every
+// backend takes those, a Kubernetes Lease only those): t's name in lower
+// case, each subtest a dot-separated label, other characters '-'.
 func resource(t *testing.T, name string) string {
-	return strings.ReplaceAll(t.Name(), "/", ".") + "/" + name
+	labels := strings.Split(strings.ToLower(t.Name())+"/"+name, "/")
+	for i, l := range labels {
+		labels[i] = strings.Trim(strings.Map(func(r rune) rune {
+			if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
+				return r
+			}
+			return '-'
+		}, l), "-")
+	}
+	return strings.Join(labels, ".")
 }
 
 // open opens a Source of b, closed when t ends.
@@ -121,7 +138,7 @@ func leading(t *testing.T, b *Backend) (source.Source, string, int64) {
 	s := open(t, b)
 	r := resource(t, "invoice-sweeper")
 	e := b.Election.Acquire(t, r, "node-a")
-	if e <= 0 {
+	if e < 0 {
 		t.Fatalf("Acquire returned epoch %d", e)
 	}
 	return s, r, e
@@ -157,7 +174,7 @@ func mustVerdicts(t *testing.T, s source.Source, resource string, want source.Le
 func testNoLeader(t *testing.T, h Harness) {
 	s := open(t, h.Shared(t))
 	r := resource(t, "never-elected")
-	mustVerdicts(t, s, r, source.Leader{}, map[int64]Verdict{1: NoLeader, math.MaxInt64: NoLeader})
+	mustVerdicts(t, s, r, source.Leader{}, map[int64]Verdict{0: NoLeader, 1: NoLeader, math.MaxInt64: NoLeader})
 	mustStale(t, source.Check(Current(t, s, r), r, 7), r, 7, 0, source.ReasonNoLeader)
 }
 
@@ -170,6 +187,20 @@ func testLeader(t *testing.T, h Harness) {
 	mustNotIssued(t, source.Check(Current(t, s, r), r, e+1), r, e+1, e)
 }
 
+// testFirstEpoch: the first leader of a resource gets epoch 0 when the
+// Harness says FirstEpochZero, and a positive epoch otherwise; either is
+// admitted, and 0 is never "no leader" for a source that holds a leader.
+func testFirstEpoch(t *testing.T, h Harness) {
+	s, r, e := leading(t, h.Shared(t))
+	switch {
+	case h.FirstEpochZero && e != 0:
+		t.Fatalf("first epoch %d, want 0 (the Harness says FirstEpochZero)", e)
+	case !h.FirstEpochZero && e <= 0:
+		t.Fatalf("first epoch %d, want a positive one", e)
+	}
+	mustVerdicts(t, s, r, h.leader(e, "node-a", true), map[int64]Verdict{e: Admit, e + 1: NotIssued})
+}
+
 // testTakeover: after a takeover, the old leader's epoch is stale below
 // the new one's, which alone is admitted.
 func testTakeover(t *testing.T, h Harness) {
@@ -180,8 +211,12 @@ func testTakeover(t *testing.T, h Harness) {
 	if e2 <= e1 {
 		t.Fatalf("takeover epoch %d is not above %d", e2, e1)
 	}
-	mustVerdicts(t, s, r, h.leader(e2, "node-b", true),
-		map[int64]Verdict{1: Superseded, e1: Superseded, e2 - 1: Superseded, e2: Admit, e2 + 1: NotIssued})
+	verdicts := map[int64]Verdict{}
+	for _, e := range []int64{0, 1, e1, e2 - 1} { // in order: e2 may be 1
+		verdicts[e] = Superseded
+	}
+	verdicts[e2], verdicts[e2+1] = Admit, NotIssued
+	mustVerdicts(t, s, r, h.leader(e2, "node-b", true), verdicts)
 	mustStale(t, source.Check(Current(t, s, r), r, e1), r, e1, e2, "")
 }
 

@@ -152,7 +152,7 @@ func (s *Source) read(path string) (source.Leader, error) {
 		if holder == "" {
 			holder = name
 		}
-		return source.Leader{Epoch: stat.Czxid, Holder: holder, Live: true}, nil
+		return source.Leader{Held: true, Epoch: stat.Czxid, Holder: holder, Live: true}, nil
 	}
 	return source.Leader{}, errLeaderVanished
 }

@@ -30,7 +30,7 @@ func TestElectionTimeline(t *testing.T) {
 	ensure(t, c1, election+"/config") // persistent, no sequence: not a participant
 	sourcetest.MustLeader(t, src, "report-generator", source.Leader{})
 	p1, e1 := join(t, c1, election, "node-a")
-	a := source.Leader{Epoch: e1, Holder: "node-a", Live: true}
+	a := source.Leader{Held: true, Epoch: e1, Holder: "node-a", Live: true}
 	sourcetest.MustLeader(t, src, "report-generator", a)
 	sourcetest.MustLeader(t, src, "any name at all", a)
 
@@ -44,16 +44,16 @@ func TestElectionTimeline(t *testing.T) {
 	if _, err := c1.Set(p1, []byte("node-a v2"), -1); err != nil {
 		t.Fatalf("Set: %v", err)
 	}
-	sourcetest.MustLeader(t, src, "", source.Leader{Epoch: e1, Holder: "node-a v2", Live: true})
+	sourcetest.MustLeader(t, src, "", source.Leader{Held: true, Epoch: e1, Holder: "node-a v2", Live: true})
 	if _, err := c1.Set(p1, nil, -1); err != nil {
 		t.Fatalf("Set: %v", err)
 	}
-	sourcetest.MustLeader(t, src, "", source.Leader{Epoch: e1, Holder: path.Base(p1), Live: true})
+	sourcetest.MustLeader(t, src, "", source.Leader{Held: true, Epoch: e1, Holder: path.Base(p1), Live: true})
 
 	if err := c1.Delete(p1, -1); err != nil { // the leader resigns
 		t.Fatalf("Delete: %v", err)
 	}
-	sourcetest.MustLeader(t, src, "", source.Leader{Epoch: e2, Holder: "node-b", Live: true})
+	sourcetest.MustLeader(t, src, "", source.Leader{Held: true, Epoch: e2, Holder: "node-b", Live: true})
 	sourcetest.MustCheck(t, src, "", e1, sourcetest.Superseded)
 	sourcetest.MustCheck(t, src, "", e2, sourcetest.Admit)
 
@@ -83,7 +83,7 @@ func TestLock(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Exists: %v", err)
 	}
-	sourcetest.MustLeader(t, src, "invoices", source.Leader{Epoch: stat.Czxid, Holder: children[0], Live: true})
+	sourcetest.MustLeader(t, src, "invoices", source.Leader{Held: true, Epoch: stat.Czxid, Holder: children[0], Live: true})
 	if err := l.Unlock(); err != nil {
 		t.Fatalf("Unlock: %v", err)
 	}
@@ -98,8 +98,8 @@ func TestResourcePath(t *testing.T) {
 	c := srv.Conn(t, 30*time.Second)
 	_, e42 := join(t, c, "/tenants/tenant-42/leader", "node-a")
 	_, e7 := join(t, c, "/tenants/tenant-7/leader", "node-b")
-	sourcetest.MustLeader(t, src, "tenant-42", source.Leader{Epoch: e42, Holder: "node-a", Live: true})
-	sourcetest.MustLeader(t, src, "tenant-7", source.Leader{Epoch: e7, Holder: "node-b", Live: true})
+	sourcetest.MustLeader(t, src, "tenant-42", source.Leader{Held: true, Epoch: e42, Holder: "node-a", Live: true})
+	sourcetest.MustLeader(t, src, "tenant-7", source.Leader{Held: true, Epoch: e7, Holder: "node-b", Live: true})
 	sourcetest.MustLeader(t, src, "tenant-8", source.Leader{})
 	for _, r := range []string{"", "..", ".", "a//b", "bad\x01"} {
 		_, err := src.Current(sourcetest.Context(t, 10*time.Second), r)
