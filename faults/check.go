@@ -30,6 +30,7 @@ func Check(h *History, linearizeFor time.Duration) []Violation {
 	vs = append(vs, Forwarded(h)...)
 	vs = append(vs, AtMostOnce(h)...)
 	vs = append(vs, FailClosed(h)...)
+	vs = append(vs, SourceTerms(h)...)
 	sort.Slice(vs, func(i, j int) bool { return vs[i].At.Before(vs[j].At) })
 	return vs
 }
@@ -123,7 +124,7 @@ func Forwarded(h *History) []Violation {
 	}
 	var vs []Violation
 	for _, op := range h.Ops {
-		if op.Kind != OpWrite && op.Kind != OpSigned {
+		if !op.Kind.isWrite() {
 			continue
 		}
 		rs := got[op.ID]
@@ -183,7 +184,7 @@ func FailClosed(h *History) []Violation {
 			continue
 		}
 		for _, op := range h.Ops {
-			if (op.Kind != OpWrite && op.Kind != OpSigned) || !w.affects(op.Replica) {
+			if !op.Kind.isWrite() || !w.affects(op.Replica) {
 				continue
 			}
 			if op.Outcome == OutcomeAdmitted && op.Call.After(w.InForce) && op.Return.Before(w.Heal) {
