@@ -37,12 +37,19 @@ func Check(h *History, linearizeFor time.Duration) []Violation {
 
 // Linearizable checks the raw writes and the reads of the fence, per
 // resource, against the max-register model (FenceModel), for the resources
-// that are not leases (a lease's HWM also rises on grants, which the
-// history does not hold). Operations of unknown outcome may take effect at
-// any time after their call.
+// that are neither leases (a lease's HWM also rises on grants, which the
+// history does not hold) nor fenced by an epoch source (whose writes are
+// decided by the source: SourceTerms checks them). Operations of unknown
+// outcome may take effect at any time after their call.
 func Linearizable(h *History, timeout time.Duration) []Violation {
 	if len(h.Ops) == 0 {
 		return nil
+	}
+	sourced := map[string]bool{}
+	for _, op := range h.Ops {
+		if op.Kind == OpSourced {
+			sourced[op.Resource] = true
+		}
 	}
 	t0 := h.Ops[0].Call
 	for _, op := range h.Ops {
@@ -56,8 +63,8 @@ func Linearizable(h *History, timeout time.Duration) []Violation {
 		out := FenceOutput{Outcome: op.Outcome, Current: op.Current}
 		ret := int64(op.Return.Sub(t0))
 		switch {
-		case h.Leased[op.Resource]:
-			continue // a lease's epochs come from grants, which the model does not see
+		case h.Leased[op.Resource] || sourced[op.Resource]:
+			continue // its epochs come from grants or a source, which the model does not see
 		case op.Kind == OpRead && op.Outcome == OutcomeValue:
 			in.Read = true
 		case op.Kind != OpWrite:
