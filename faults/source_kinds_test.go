@@ -24,6 +24,7 @@ func sourceKinds() []sourceKind {
 	return []sourceKind{
 		{name: "redis", start: startRedisSource},
 		{name: "zookeeper", start: startZKSource},
+		{name: "postgres", start: startPGSource},
 	}
 }
 

@@ -67,7 +67,9 @@ func runSourceSuite(t *testing.T, kind sourceKind, seed uint64, hold time.Durati
 	time.Sleep(200 * time.Millisecond) // receipts of the last answers
 	h := &History{Ops: w.history(), Receipts: c.up.receipts(), Windows: windows, Terms: w.termsSoFar(), End: time.Now()}
 	vs := judge(t, fmt.Sprintf("epoch source %s, seed %d, faults held %s", kind.name, seed, hold), h, len(c.gateways), hwm)
-	for _, e := range sourceExercised(h) {
+	missing, met := sourceExercised(h)
+	t.Logf("%d terms; met: %v", len(h.Terms), met)
+	for _, e := range missing {
 		t.Errorf("%s: the plan was not exercised", e)
 	}
 	for _, v := range vs {
@@ -79,11 +81,11 @@ func runSourceSuite(t *testing.T, kind sourceKind, seed uint64, hold time.Durati
 // through every replica while a fault cut it from the source, admissions
 // before the first fault and after the last heal, zombie writes refused
 // with 412, forged epochs refused and none admitted, and terms that lapsed
-// at a known moment (else SourceTerms checks no lapse).
-func sourceExercised(h *History) []string {
-	var missing []string
+// at a known moment (else SourceTerms checks no lapse). met counts what
+// was met.
+func sourceExercised(h *History) (missing []string, met map[string]int) {
 	if len(h.Windows) == 0 {
-		return []string{"no fault was made"}
+		return []string{"no fault was made"}, nil
 	}
 	first, last := h.Windows[0].Start, h.Windows[len(h.Windows)-1].Healed
 	n := map[string]int{}
@@ -120,7 +122,7 @@ func sourceExercised(h *History) []string {
 			missing = append(missing, unmetCut(h, win)...)
 		}
 	}
-	return missing
+	return missing, n
 }
 
 // unmetCut lists the replicas win cut from the source through which no
