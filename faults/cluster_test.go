@@ -65,6 +65,11 @@ type sourceRoute struct {
 	// yaml is the route's epoch_source, given the addresses a replica
 	// reaches targets at (its proxies, in the same order).
 	yaml func(addrs []string) string
+	// resources are the resources whose leaders the source elects,
+	// written at /src/{resource}/. With one, the route's resource is that
+	// fixed name (a source that reads one election for the whole route
+	// needs it); with more, the path's segment names it.
+	resources []string
 }
 
 // newCluster starts the store, the upstream and three gateways.
@@ -77,7 +82,7 @@ func newClusterWith(t *testing.T, store string, pprof bool) *cluster {
 }
 
 // newSourceCluster is newCluster with a route /src/{resource}/ fenced by
-// src (see sourceRouteYAML).
+// src (see sourceRouteYAML); src.resources must not be empty.
 func newSourceCluster(t *testing.T, store string, src sourceRoute) *cluster {
 	return startCluster(&cluster{t: t, store: store, up: newRecorder(t), source: &src})
 }
@@ -179,7 +184,7 @@ routes:
 
 // sourceRouteYAML is replica r's route fenced by the cluster's epoch
 // source, if any: prefix /src/, the resource the path's first segment
-// below it, upstream the recorder.
+// below it (or the source's one resource), upstream the recorder.
 func (c *cluster) sourceRouteYAML(r int) string {
 	if c.source == nil {
 		return ""
@@ -188,12 +193,16 @@ func (c *cluster) sourceRouteYAML(r int) string {
 	for _, p := range c.sourceProxies[r] {
 		addrs = append(addrs, p.Addr())
 	}
+	resource := "{segment:1}"
+	if len(c.source.resources) == 1 {
+		resource = c.source.resources[0]
+	}
 	return fmt.Sprintf(`  - prefix: "/src/"
     upstream: "http://%s"
     tokens: raw
-    resource: "{segment:1}"
+    resource: %q
     epoch_source: %s
-`, c.upProxies[r].Addr(), c.source.yaml(addrs))
+`, c.upProxies[r].Addr(), resource, c.source.yaml(addrs))
 }
 
 // gatewayProc is one fencegw process; restarts keep its addresses.

@@ -25,6 +25,7 @@ func sourceKinds() []sourceKind {
 		{name: "redis", start: startRedisSource},
 		{name: "zookeeper", start: startZKSource},
 		{name: "postgres", start: startPGSource},
+		{name: "etcd", start: startEtcdSource},
 	}
 }
 

@@ -14,9 +14,9 @@ import (
 // zombie whose clock stopped. Now and then a leader presents an epoch the
 // source never gave out (a forger).
 
-// sourceResources are the resources whose leaders the source elects: the
-// route /src/{resource}/ reads one lock or election per resource.
-var sourceResources = []string{"src-0", "src-1"}
+// sourceResources are the resources whose leaders a source that reads one
+// lock or election per resource elects.
+func sourceResources() []string { return []string{"src-0", "src-1"} }
 
 // The holders' suffixes that mark a leader's writes outside its term.
 const (
@@ -70,7 +70,7 @@ const proberHolder = "prober"
 // replica from the source meets writes there.
 func (w *workload) prober(id int, rng *rand.Rand, stop <-chan struct{}) {
 	for r := 0; !closed(stop); r = (r + 1) % len(w.c.gateways) {
-		res := sourceResources[rng.IntN(len(sourceResources))]
+		res := w.c.source.resources[rng.IntN(len(w.c.source.resources))]
 		if epoch := w.latestTerm(res); epoch > 0 {
 			e := strconv.FormatInt(epoch, 10)
 			w.write(id, r, OpSourced, res, epoch, e, proberHolder, "", "probe")
@@ -79,14 +79,14 @@ func (w *workload) prober(id int, rng *rand.Rand, stop <-chan struct{}) {
 	}
 }
 
-// sourceLeader campaigns on a random resource, leads for one to three
+// sourceLeader campaigns on a random resource of the cluster's source, leads for one to three
 // ttls, then resigns or lets its term lapse and writes on as a zombie
 // (always after its first term, so that every run has zombies; then at
 // random), records the term, and starts over.
 func (w *workload) sourceLeader(id int, holder string, el elector, ttl time.Duration, rng *rand.Rand, stop <-chan struct{}) {
 	defer el.close()
 	for first := true; !closed(stop); {
-		res := sourceResources[rng.IntN(len(sourceResources))]
+		res := w.c.source.resources[rng.IntN(len(w.c.source.resources))]
 		call := time.Now()
 		epoch, ok := el.campaign(res)
 		if !ok {

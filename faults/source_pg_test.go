@@ -47,9 +47,12 @@ const (
 func startPGSource(t *testing.T) *sourceEnv {
 	dsn := testpg.Require(t).NewDatabase(t)
 	pool := pgPool(t, dsn)
-	for _, stmt := range []string{pgLeaseDDL, "INSERT INTO leader_lease (name) VALUES ('src-0'), ('src-1')"} {
-		if _, err := pool.Exec(context.Background(), stmt); err != nil {
-			t.Fatalf("%s: %v", stmt, err)
+	if _, err := pool.Exec(context.Background(), pgLeaseDDL); err != nil {
+		t.Fatalf("create the lease table: %v", err)
+	}
+	for _, r := range sourceResources() {
+		if _, err := pool.Exec(context.Background(), "INSERT INTO leader_lease (name) VALUES ($1)", r); err != nil {
+			t.Fatalf("insert %s: %v", r, err)
 		}
 	}
 	u, err := url.Parse(dsn)
@@ -57,7 +60,7 @@ func startPGSource(t *testing.T) *sourceEnv {
 		t.Fatal(err)
 	}
 	return &sourceEnv{
-		route: sourceRoute{targets: []string{u.Host}, yaml: func(addrs []string) string {
+		route: sourceRoute{targets: []string{u.Host}, resources: sourceResources(), yaml: func(addrs []string) string {
 			via := *u
 			via.Host = addrs[0]
 			return fmt.Sprintf("{kind: postgres, dsn: %q}", via.String())

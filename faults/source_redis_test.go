@@ -36,7 +36,7 @@ const (
 func startRedisSource(t *testing.T) *sourceEnv {
 	srv := testredis.StartDurable(t)
 	return &sourceEnv{
-		route: sourceRoute{targets: []string{srv.Addr()}, yaml: func(addrs []string) string {
+		route: sourceRoute{targets: []string{srv.Addr()}, resources: sourceResources(), yaml: func(addrs []string) string {
 			return fmt.Sprintf("{kind: redis, address: %q}", addrs[0])
 		}},
 		ttl: redisLockTTL,

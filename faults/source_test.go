@@ -7,8 +7,8 @@ import (
 	"time"
 )
 
-// sourceLeaders is how many leaders compete in each source, over
-// sourceResources.
+// sourceLeaders is how many leaders compete in each source, over its
+// resources.
 const sourceLeaders = 3
 
 // TestEpochSources runs, for each kind of epoch source (sourceKinds), three

@@ -38,7 +38,7 @@ func startZKSource(t *testing.T) *sourceEnv {
 		}
 	}
 	return &sourceEnv{
-		route: sourceRoute{targets: []string{srv.Addr()}, yaml: func(addrs []string) string {
+		route: sourceRoute{targets: []string{srv.Addr()}, resources: sourceResources(), yaml: func(addrs []string) string {
 			return fmt.Sprintf(`{kind: zookeeper, servers: [%q], path: "%s/{resource}"}`, addrs[0], zkElectionRoot)
 		}},
 		ttl: zkSession,
@@ -56,7 +56,7 @@ func startZKSource(t *testing.T) *sourceEnv {
 
 func electionPaths() []string {
 	var ps []string
-	for _, r := range sourceResources {
+	for _, r := range sourceResources() {
 		ps = append(ps, zkElectionRoot+"/"+r)
 	}
 	return ps
