@@ -67,7 +67,7 @@ func runSourceSuite(t *testing.T, kind sourceKind, seed uint64, hold time.Durati
 	time.Sleep(200 * time.Millisecond) // receipts of the last answers
 	h := &History{Ops: w.history(), Receipts: c.up.receipts(), Windows: windows, Terms: w.termsSoFar(), End: time.Now()}
 	vs := judge(t, fmt.Sprintf("epoch source %s, seed %d, faults held %s", kind.name, seed, hold), h, len(c.gateways), hwm)
-	missing, met := sourceExercised(h)
+	missing, met := sourceExercised(h, len(c.gateways))
 	t.Logf("%d terms; met: %v", len(h.Terms), met)
 	for _, e := range missing {
 		t.Errorf("%s: the plan was not exercised", e)
@@ -83,7 +83,7 @@ func runSourceSuite(t *testing.T, kind sourceKind, seed uint64, hold time.Durati
 // with 412, forged epochs refused and none admitted, and terms that lapsed
 // at a known moment (else SourceTerms checks no lapse). met counts what
 // was met.
-func sourceExercised(h *History) (missing []string, met map[string]int) {
+func sourceExercised(h *History, replicas int) (missing []string, met map[string]int) {
 	if len(h.Windows) == 0 {
 		return []string{"no fault was made"}, nil
 	}
@@ -119,17 +119,17 @@ func sourceExercised(h *History) (missing []string, met map[string]int) {
 	}
 	for _, win := range h.Windows {
 		if win.StoreCut {
-			missing = append(missing, unmetCut(h, win)...)
+			missing = append(missing, unmetCut(h, win, replicas)...)
 		}
 	}
 	return missing, n
 }
 
-// unmetCut lists the replicas win cut from the source through which no
-// sourced write was answered 503 while it was in force.
-func unmetCut(h *History, win Window) []string {
+// unmetCut lists the replicas (of replicas) win cut from the source
+// through which no sourced write was answered 503 while it was in force.
+func unmetCut(h *History, win Window, replicas int) []string {
 	var missing []string
-	for r := range 3 {
+	for r := range replicas {
 		if !win.affects(r) {
 			continue
 		}
