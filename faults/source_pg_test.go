@@ -67,7 +67,7 @@ func startPGSource(t *testing.T) *sourceEnv {
 		}},
 		ttl: pgLeaseTTL,
 		elector: func(t *testing.T, holder string) elector {
-			return &pgElector{conn: pgPool(t, dsn), holder: holder}
+			return &pgElector{conn: pgPool(t, dsn), holder: holder, ttlLock: ttlLock{ttl: pgLeaseTTL}}
 		},
 	}
 }
@@ -87,13 +87,10 @@ func pgPool(t *testing.T, dsn string) *pgxpool.Pool {
 type pgElector struct {
 	conn   *pgxpool.Pool
 	holder string
+	ttlLock
 
 	resource string
 	epoch    int64
-	// set is when the last statement that set the row's expiry returned;
-	// unsure: a renewal's outcome is unknown.
-	set    time.Time
-	unsure bool
 }
 
 // pgCall bounds one statement of a leader.
@@ -140,26 +137,6 @@ func (e *pgElector) resign() time.Time {
 		return time.Now()
 	}
 	return e.expiry()
-}
-
-// lapse stops renewing until the row expired on the database's clock.
-func (e *pgElector) lapse() time.Time {
-	gone := e.expiry()
-	if gone.IsZero() {
-		time.Sleep(pgLeaseTTL + expiryMargin)
-		return gone
-	}
-	time.Sleep(time.Until(gone))
-	return gone
-}
-
-// expiry is when the row surely expired, unless a renewal's outcome is
-// unknown.
-func (e *pgElector) expiry() time.Time {
-	if e.unsure {
-		return time.Time{}
-	}
-	return e.set.Add(pgLeaseTTL + expiryMargin)
 }
 
 func (e *pgElector) close() {}

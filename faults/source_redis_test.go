@@ -19,10 +19,6 @@ import (
 // redisLockTTL is the leaders' PX.
 const redisLockTTL = 1500 * time.Millisecond
 
-// expiryMargin covers Redis's millisecond expiry: a key whose PX was set
-// by a command that returned at t is gone by t + PX + expiryMargin.
-const expiryMargin = 20 * time.Millisecond
-
 // The leaders' check-and-set scripts, as docs/epoch-sources.md gives them.
 const (
 	redisRenew = `if redis.call('GET', KEYS[1]) == ARGV[1] then
@@ -45,7 +41,7 @@ func startRedisSource(t *testing.T) *sourceEnv {
 			c := redis.NewClient(&redis.Options{Addr: srv.Addr(), MaxRetries: -1, DisableIdentity: true,
 				ContextTimeoutEnabled: true})
 			t.Cleanup(func() { c.Close() })
-			return &redisElector{c: c, ttl: redisLockTTL}
+			return &redisElector{c: c, ttlLock: ttlLock{ttl: redisLockTTL}}
 		},
 		pause: srv.Pause, resume: srv.Resume, kill: srv.Kill, restart: srv.Restart,
 	}
@@ -53,16 +49,11 @@ func startRedisSource(t *testing.T) *sourceEnv {
 
 // redisElector is a leader taking the lock of docs/epoch-sources.md.
 type redisElector struct {
-	c   *redis.Client
-	ttl time.Duration
+	c *redis.Client
+	ttlLock
 
 	key   string
 	epoch int64
-	// set is when the last command that set the lock's PX returned;
-	// unsure: a renewal's outcome is unknown (it may be applied later, and
-	// extend the lock beyond set + ttl).
-	set    time.Time
-	unsure bool
 }
 
 // redisCall bounds one command of a leader.
@@ -109,26 +100,6 @@ func (e *redisElector) resign() time.Time {
 		return time.Now()
 	}
 	return e.expiry()
-}
-
-// lapse stops renewing until the lock's PX ran out.
-func (e *redisElector) lapse() time.Time {
-	gone := e.expiry()
-	if gone.IsZero() {
-		time.Sleep(e.ttl + expiryMargin)
-		return gone
-	}
-	time.Sleep(time.Until(gone))
-	return gone
-}
-
-// expiry is when the lock surely expired, unless a renewal's outcome is
-// unknown.
-func (e *redisElector) expiry() time.Time {
-	if e.unsure {
-		return time.Time{}
-	}
-	return e.set.Add(e.ttl + expiryMargin)
 }
 
 func (e *redisElector) close() {}

@@ -57,7 +57,7 @@ func runSourceSuite(t *testing.T, kind sourceKind, seed uint64, hold time.Durati
 			wait()
 		}
 	}()
-	time.Sleep(2 * env.ttl) // warm up: the first terms
+	time.Sleep(env.ttl) // warm up: the first terms
 	label := kind.name + "-source"
 	windows, hwm := c.runPlan(w, label, seed, planOf(sourceFaults(env), seed, 0), hold)
 	time.Sleep(env.ttl) // terms after the last fault
