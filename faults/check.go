@@ -30,18 +30,26 @@ func Check(h *History, linearizeFor time.Duration) []Violation {
 	vs = append(vs, Forwarded(h)...)
 	vs = append(vs, AtMostOnce(h)...)
 	vs = append(vs, FailClosed(h)...)
+	vs = append(vs, SourceTerms(h)...)
 	sort.Slice(vs, func(i, j int) bool { return vs[i].At.Before(vs[j].At) })
 	return vs
 }
 
 // Linearizable checks the raw writes and the reads of the fence, per
 // resource, against the max-register model (FenceModel), for the resources
-// that are not leases (a lease's HWM also rises on grants, which the
-// history does not hold). Operations of unknown outcome may take effect at
-// any time after their call.
+// that are neither leases (a lease's HWM also rises on grants, which the
+// history does not hold) nor fenced by an epoch source (whose writes are
+// decided by the source: SourceTerms checks them). Operations of unknown
+// outcome may take effect at any time after their call.
 func Linearizable(h *History, timeout time.Duration) []Violation {
 	if len(h.Ops) == 0 {
 		return nil
+	}
+	sourced := map[string]bool{}
+	for _, op := range h.Ops {
+		if op.Kind == OpSourced {
+			sourced[op.Resource] = true
+		}
 	}
 	t0 := h.Ops[0].Call
 	for _, op := range h.Ops {
@@ -55,8 +63,8 @@ func Linearizable(h *History, timeout time.Duration) []Violation {
 		out := FenceOutput{Outcome: op.Outcome, Current: op.Current}
 		ret := int64(op.Return.Sub(t0))
 		switch {
-		case h.Leased[op.Resource]:
-			continue // a lease's epochs come from grants, which the model does not see
+		case h.Leased[op.Resource] || sourced[op.Resource]:
+			continue // its epochs come from grants or a source, which the model does not see
 		case op.Kind == OpRead && op.Outcome == OutcomeValue:
 			in.Read = true
 		case op.Kind != OpWrite:
@@ -123,7 +131,7 @@ func Forwarded(h *History) []Violation {
 	}
 	var vs []Violation
 	for _, op := range h.Ops {
-		if op.Kind != OpWrite && op.Kind != OpSigned {
+		if !op.Kind.isWrite() {
 			continue
 		}
 		rs := got[op.ID]
@@ -183,7 +191,7 @@ func FailClosed(h *History) []Violation {
 			continue
 		}
 		for _, op := range h.Ops {
-			if (op.Kind != OpWrite && op.Kind != OpSigned) || !w.affects(op.Replica) {
+			if !op.Kind.isWrite() || !w.affects(op.Replica) {
 				continue
 			}
 			if op.Outcome == OutcomeAdmitted && op.Call.After(w.InForce) && op.Return.Before(w.Heal) {

@@ -51,6 +51,25 @@ type cluster struct {
 	pprof bool
 	// jumper makes the clock-jump fault.
 	jumper clockJumper
+	// source, when set, is the epoch source of the route /src/, and
+	// sourceProxies[r] are replica r's ways to its servers.
+	source        *sourceRoute
+	sourceProxies [][]*Proxy
+}
+
+// sourceRoute is an epoch source the gateways' route /src/ is fenced by.
+type sourceRoute struct {
+	// targets are the source's server addresses; each replica reaches
+	// them through proxies of its own.
+	targets []string
+	// yaml is the route's epoch_source, given the addresses a replica
+	// reaches targets at (its proxies, in the same order).
+	yaml func(addrs []string) string
+	// resources are the resources whose leaders the source elects,
+	// written at /src/{resource}/. With one, the route's resource is that
+	// fixed name (a source that reads one election for the whole route
+	// needs it); with more, the path's segment names it.
+	resources []string
 }
 
 // newCluster starts the store, the upstream and three gateways.
@@ -59,7 +78,18 @@ func newCluster(t *testing.T, store string) *cluster { return newClusterWith(t, 
 // newClusterWith is newCluster, with Go's profiles served by the gateways
 // when pprof is set.
 func newClusterWith(t *testing.T, store string, pprof bool) *cluster {
-	c := &cluster{t: t, store: store, up: newRecorder(t), pprof: pprof}
+	return startCluster(&cluster{t: t, store: store, up: newRecorder(t), pprof: pprof})
+}
+
+// newSourceCluster is newCluster with a route /src/{resource}/ fenced by
+// src (see sourceRouteYAML); src.resources must not be empty.
+func newSourceCluster(t *testing.T, store string, src sourceRoute) *cluster {
+	return startCluster(&cluster{t: t, store: store, up: newRecorder(t), source: &src})
+}
+
+// startCluster starts c's store, proxies and gateways.
+func startCluster(c *cluster) *cluster {
+	t, store := c.t, c.store
 	var targets []string // the store's addresses
 	switch store {
 	case "postgres":
@@ -82,6 +112,13 @@ func newClusterWith(t *testing.T, store string, pprof bool) *cluster {
 			ps = append(ps, c.proxy(target))
 		}
 		c.storeProxies = append(c.storeProxies, ps)
+		if c.source != nil {
+			var sps []*Proxy
+			for _, target := range c.source.targets {
+				sps = append(sps, c.proxy(target))
+			}
+			c.sourceProxies = append(c.sourceProxies, sps)
+		}
 		c.upProxies = append(c.upProxies, c.proxy(strings.TrimPrefix(c.up.srv.URL, "http://")))
 		c.gateways = append(c.gateways, c.startGateway(r))
 	}
@@ -137,11 +174,35 @@ routes:
     tokens: signed
     resource: %q
 `, c.storeURL(r), upstreamTimeout, upstreamTimeout, r, c.pprof, c.upProxies[r].Addr(), c.upProxies[r].Addr(), leaseName)
+	y += c.sourceRouteYAML(r)
 	path := filepath.Join(c.t.TempDir(), "fencegw.yaml")
 	if err := os.WriteFile(path, []byte(y), 0o600); err != nil {
 		c.t.Fatal(err)
 	}
 	return path
+}
+
+// sourceRouteYAML is replica r's route fenced by the cluster's epoch
+// source, if any: prefix /src/, the resource the path's first segment
+// below it (or the source's one resource), upstream the recorder.
+func (c *cluster) sourceRouteYAML(r int) string {
+	if c.source == nil {
+		return ""
+	}
+	var addrs []string
+	for _, p := range c.sourceProxies[r] {
+		addrs = append(addrs, p.Addr())
+	}
+	resource := "{segment:1}"
+	if len(c.source.resources) == 1 {
+		resource = c.source.resources[0]
+	}
+	return fmt.Sprintf(`  - prefix: "/src/"
+    upstream: "http://%s"
+    tokens: raw
+    resource: %q
+    epoch_source: %s
+`, c.upProxies[r].Addr(), resource, c.source.yaml(addrs))
 }
 
 // gatewayProc is one fencegw process; restarts keep its addresses.

@@ -64,7 +64,14 @@ const (
 	OpSigned  OpKind = "signed"  // a leader's write with its signed token
 	OpRead    OpKind = "read"    // GET /v1/fences/{resource}
 	OpAcquire OpKind = "acquire" // a lease acquire
+	// OpSourced is a write on a route fenced by an epoch source: its
+	// Fencing-Token is the epoch its leader took in the source.
+	OpSourced OpKind = "sourced"
 )
+
+// isWrite reports whether operations of kind k are writes through the
+// gateway's proxy (and so may reach the upstream).
+func (k OpKind) isWrite() bool { return k == OpWrite || k == OpSigned || k == OpSourced }
 
 // Op is one client operation as the workload saw it.
 type Op struct {
@@ -115,8 +122,9 @@ type Window struct {
 	// was done (a restarted store accepts connections).
 	Heal   time.Time
 	Healed time.Time
-	// StoreCut: the replicas could not reach the store at all: nothing
-	// may be admitted through them meanwhile.
+	// StoreCut: the replicas could not reach the store, or the epoch
+	// source of the writes they were sent, at all: nothing may be
+	// admitted through them meanwhile.
 	StoreCut bool
 }
 
@@ -141,6 +149,26 @@ type History struct {
 	// Leased names the resources that are leases: exclusivity is checked
 	// across replicas for them, per replica for the others.
 	Leased map[string]bool
+	// Terms are the terms of leaders elected in an epoch source (see
+	// SourceTerms).
+	Terms []Term
 	// End is when the workload stopped.
 	End time.Time
+}
+
+// Term is one leader's term in an epoch source, as the leader knew it.
+type Term struct {
+	Resource string
+	Holder   string
+	Epoch    int64
+	// Call is when the leader began to campaign, Acquired when it knew
+	// it led: its lock was set, or its node was the lowest.
+	Call, Acquired time.Time
+	// Lost is a moment by which the source surely no longer held the term
+	// (its lock released or expired, its node gone); zero when the leader
+	// cannot tell (a command of unknown outcome could have extended it).
+	Lost time.Time
+	// Lapsed: the term ended by a lapse (the lock's PX ran out, the
+	// session expired) rather than a release.
+	Lapsed bool
 }

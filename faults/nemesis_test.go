@@ -16,6 +16,10 @@ type fault struct {
 	storeCut bool
 	// inject makes the fault; heal ends it.
 	inject, heal func(c *cluster)
+	// held, when set, keeps the fault in force past its hold (bounded by
+	// heldMax) until it reports that the workload met the fault since
+	// inForce, so that a step cannot pass without exercising it.
+	held func(w *workload, inForce time.Time) bool
 }
 
 var both = []string{"postgres", "etcd"}
@@ -79,9 +83,26 @@ var faultKinds = []fault{
 		heal:   func(c *cluster) { c.up.slow.Store(0) }},
 }
 
+// faultNamed is the repertoire's fault called name.
+func faultNamed(name string) fault {
+	for _, f := range faultKinds {
+		if f.name == name {
+			return f
+		}
+	}
+	panic("faults: no fault " + name)
+}
+
 // storeFault sets f on the store proxies of replicas (all when nil).
-func (c *cluster) storeFault(replicas []int, f Fault) {
-	for r, ps := range c.storeProxies {
+func (c *cluster) storeFault(replicas []int, f Fault) { setProxies(c.storeProxies, replicas, f) }
+
+// sourceFault sets f on the epoch source proxies of replicas (all when
+// nil).
+func (c *cluster) sourceFault(replicas []int, f Fault) { setProxies(c.sourceProxies, replicas, f) }
+
+// setProxies sets f on proxies[r] for each of replicas (all when nil).
+func setProxies(proxies [][]*Proxy, replicas []int, f Fault) {
+	for r, ps := range proxies {
 		if replicas != nil && !(Window{Replicas: replicas}).affects(r) {
 			continue
 		}

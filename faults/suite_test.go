@@ -104,15 +104,29 @@ func suiteSettings(t *testing.T) (seeds []uint64, hold time.Duration, combos int
 // plan is the seed's order of steps: every fault of the store alone, then
 // combos pairs of a store-side fault and a gateway- or upstream-side one.
 func plan(store string, seed uint64, combos int) [][]fault {
+	var repertoire []fault
+	for _, f := range faultKinds {
+		if slices.Contains(f.stores, store) {
+			repertoire = append(repertoire, f)
+		}
+	}
+	return planOf(repertoire, seed, combos)
+}
+
+// planOf is the seed's order of steps over repertoire, less the faults
+// FENCEGW_FAULTS_ONLY leaves out: each fault alone, then combos pairs of a
+// store- or source-side fault and another.
+func planOf(repertoire []fault, seed uint64, combos int) [][]fault {
 	rng := rand.New(rand.NewPCG(seed, 0x6661756c7473))
 	var kinds, storeSide, otherSide []fault
 	only := regexp.MustCompile(os.Getenv(envOnly))
-	for _, f := range faultKinds {
-		if !slices.Contains(f.stores, store) || !only.MatchString(f.name) {
+	for _, f := range repertoire {
+		if !only.MatchString(f.name) {
 			continue
 		}
 		kinds = append(kinds, f)
-		if strings.HasPrefix(f.name, "store") || strings.HasPrefix(f.name, "pg") || strings.HasPrefix(f.name, "etcd") {
+		if strings.HasPrefix(f.name, "store") || strings.HasPrefix(f.name, "pg") || strings.HasPrefix(f.name, "etcd") ||
+			strings.HasPrefix(f.name, "source") {
 			storeSide = append(storeSide, f)
 		} else {
 			otherSide = append(otherSide, f)
@@ -145,48 +159,7 @@ func runSuite(t *testing.T, store string, seed uint64, hold time.Duration, combo
 		}
 	}()
 	time.Sleep(time.Second) // warm up
-	var windows []Window
-	var hwm []Violation
-	steps := plan(store, seed, combos)
-	for i, step := range steps {
-		progress(t, i+1, len(steps), store, seed, step)
-		start := time.Now()
-		d := hold
-		for _, f := range step {
-			f.inject(c)
-			if f.name == "gateway-sigstop" || f.name == "slow-upstream" {
-				d = max(d, leaseTTL+time.Second) // outlast a lease
-			}
-			if f.name == clockJumpFault {
-				d = max(d, clockJumpHold)
-			}
-		}
-		inForce := time.Now()
-		time.Sleep(d)
-		for _, f := range step {
-			if f.name == clockJumpFault {
-				awaitJumpedDecisions(w, f.replicas, inForce)
-			}
-		}
-		heal := time.Now()
-		for _, f := range step {
-			f.heal(c)
-		}
-		healed := time.Now()
-		for i, f := range step {
-			var with []string
-			for j, g := range step {
-				if j != i {
-					with = append(with, g.name)
-				}
-			}
-			windows = append(windows, Window{Kind: f.name, With: with, Replicas: f.replicas, Start: start, InForce: inForce,
-				Heal: heal, Healed: healed, StoreCut: f.storeCut})
-		}
-		c.awaitRecovery(w, step, healed)
-		hwm = append(hwm, c.checkHWM(w, start)...)
-		time.Sleep(500 * time.Millisecond)
-	}
+	windows, hwm := c.runPlan(w, store, seed, plan(store, seed, combos), hold)
 	close(stop)
 	wait()
 	stopped = true
@@ -194,14 +167,7 @@ func runSuite(t *testing.T, store string, seed uint64, hold time.Duration, combo
 	time.Sleep(200 * time.Millisecond) // receipts of the last answers
 	h := &History{Ops: w.history(), Receipts: c.up.receipts(), Windows: windows, Leased: map[string]bool{leaseName: true},
 		End: time.Now()}
-	vs := Check(h, 2*time.Minute)
-	recs, lv := Liveness(h, len(c.gateways), recoveryBound, settle)
-	vs = append(append(vs, lv...), hwm...)
-	report := Table(h, recs, vs)
-	t.Logf("store %s, seed %d, faults held %s:\n%s", store, seed, hold, report)
-	if path := os.Getenv(envReport); path != "" {
-		appendReport(t, path, fmt.Sprintf("store %s, seed %d, faults held %s\n%s\n", store, seed, hold, report))
-	}
+	vs := judge(t, fmt.Sprintf("store %s, seed %d, faults held %s", store, seed, hold), h, len(c.gateways), hwm)
 	if n := len(h.Ops); n < 200 {
 		t.Errorf("the workload made only %d operations", n)
 	}
@@ -229,6 +195,89 @@ func runSuite(t *testing.T, store string, seed uint64, hold time.Duration, combo
 	for _, v := range vs {
 		t.Errorf("%s", v)
 	}
+}
+
+// runPlan runs steps one after another (see runStep), naming each in the
+// progress file under label, and after each reads every resource's fence
+// back (checkHWM). It returns the faults' windows and the HWMs that went
+// down.
+func (c *cluster) runPlan(w *workload, label string, seed uint64, steps [][]fault, hold time.Duration) ([]Window, []Violation) {
+	var windows []Window
+	var hwm []Violation
+	for i, step := range steps {
+		progress(c.t, i+1, len(steps), label, seed, step)
+		start := time.Now()
+		windows = append(windows, c.runStep(w, step, hold)...)
+		hwm = append(hwm, c.checkHWM(w, start)...)
+		time.Sleep(500 * time.Millisecond)
+	}
+	return windows, hwm
+}
+
+// judge runs every checker over h (Check, Liveness of its replicas) and
+// adds hwm; it logs the table under title, appends both to the
+// FENCEGW_FAULTS_REPORT file if one is named, and returns the violations.
+func judge(t *testing.T, title string, h *History, replicas int, hwm []Violation) []Violation {
+	vs := Check(h, 2*time.Minute)
+	recs, lv := Liveness(h, replicas, recoveryBound, settle)
+	vs = append(append(vs, lv...), hwm...)
+	report := Table(h, recs, vs)
+	t.Logf("%s:\n%s", title, report)
+	if path := os.Getenv(envReport); path != "" {
+		appendReport(t, path, fmt.Sprintf("%s\n%s\n", title, report))
+	}
+	return vs
+}
+
+// heldMax bounds how long a fault with a held condition is kept in force
+// beyond its hold, waiting for the condition.
+const heldMax = 15 * time.Second
+
+// runStep makes step's faults, keeps them in force for hold (longer where
+// a fault needs it: past a lease, both clock jumps, until its held
+// condition was met), heals them, and waits (bounded) until admissions
+// resumed through the replicas they were aimed at. It returns their
+// windows.
+func (c *cluster) runStep(w *workload, step []fault, hold time.Duration) []Window {
+	start := time.Now()
+	d := hold
+	for _, f := range step {
+		f.inject(c)
+		if f.name == "gateway-sigstop" || f.name == "slow-upstream" {
+			d = max(d, leaseTTL+time.Second) // outlast a lease
+		}
+		if f.name == clockJumpFault {
+			d = max(d, clockJumpHold)
+		}
+	}
+	inForce := time.Now()
+	time.Sleep(d)
+	for _, f := range step {
+		if f.name == clockJumpFault {
+			awaitJumpedDecisions(w, f.replicas, inForce)
+		}
+		for deadline := time.Now().Add(heldMax); f.held != nil && !f.held(w, inForce) && time.Now().Before(deadline); {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	heal := time.Now()
+	for _, f := range step {
+		f.heal(c)
+	}
+	healed := time.Now()
+	var windows []Window
+	for i, f := range step {
+		var with []string
+		for j, g := range step {
+			if j != i {
+				with = append(with, g.name)
+			}
+		}
+		windows = append(windows, Window{Kind: f.name, With: with, Replicas: f.replicas, Start: start, InForce: inForce,
+			Heal: heal, Healed: healed, StoreCut: f.storeCut})
+	}
+	c.awaitRecovery(w, step, healed)
+	return windows
 }
 
 // awaitRecovery waits (bounded) until a write was admitted through every

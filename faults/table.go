@@ -45,7 +45,7 @@ func count(h *History, vs []Violation, from, to time.Time) row {
 	var r row
 	in := func(t time.Time) bool { return !t.Before(from) && !t.After(to) }
 	for _, op := range h.Ops {
-		if (op.Kind != OpWrite && op.Kind != OpSigned) || !in(op.Call) {
+		if !op.Kind.isWrite() || !in(op.Call) {
 			continue
 		}
 		r.ops++

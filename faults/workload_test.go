@@ -33,6 +33,10 @@ type workload struct {
 	client *http.Client
 	mu     sync.Mutex
 	ops    []Op
+	terms  []Term // leaders' terms in an epoch source
+	// latest is, per resource, the epoch of the latest term a leader
+	// took in an epoch source (the prober presents it).
+	latest map[string]int64
 	n      int // ops issued, for ids
 }
 
@@ -52,6 +56,36 @@ func (w *workload) record(op Op) {
 	w.mu.Lock()
 	w.ops = append(w.ops, op)
 	w.mu.Unlock()
+}
+
+// tookTerm notes that a leader took epoch on resource in an epoch source.
+func (w *workload) tookTerm(resource string, epoch int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.latest == nil {
+		w.latest = map[string]int64{}
+	}
+	w.latest[resource] = max(w.latest[resource], epoch)
+}
+
+// latestTerm is the epoch of the latest term taken on resource (0: none).
+func (w *workload) latestTerm(resource string) int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.latest[resource]
+}
+
+// addTerm records a leader's term in an epoch source.
+func (w *workload) addTerm(tm Term) {
+	w.mu.Lock()
+	w.terms = append(w.terms, tm)
+	w.mu.Unlock()
+}
+
+func (w *workload) termsSoFar() []Term {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]Term(nil), w.terms...)
 }
 
 func (w *workload) history() []Op {
@@ -115,8 +149,11 @@ func (w *workload) rawClient(id int, rng *rand.Rand, stop <-chan struct{}) {
 // write sends one write through replica r and records it.
 func (w *workload) write(client, r int, kind OpKind, res string, epoch int64, token, holder, key, body string) Op {
 	path := "/raw/op"
-	if kind == OpSigned {
+	switch kind {
+	case OpSigned:
 		path = "/w/op"
+	case OpSourced:
+		path = "/src/" + res + "/op"
 	}
 	op := Op{ID: w.nextID("w"), Client: client, Replica: r, Kind: kind, Resource: res, Epoch: epoch, Key: key,
 		Holder: holder, Call: time.Now()}

@@ -1,10 +1,14 @@
 // Package testredis gives tests a throwaway Redis server: Debian's
 // redis-server, started on a free loopback port with its data in a
 // temporary directory and no persistence of its own (no RDB save points,
-// no append-only file), and stopped when the test ends.
+// no append-only file), and stopped when the test ends. StartDurable starts
+// one whose every acknowledged write survives a SIGKILL (appendonly yes,
+// appendfsync always).
 //
 // A Server can be stopped and restarted on the same port with its data, so
-// that tests can take the server away from a client and bring it back.
+// that tests can take the server away from a client and bring it back; it
+// can also be frozen (SIGSTOP) and resumed, or killed (SIGKILL) and
+// restarted with what it had persisted.
 // It never uses Redis's default port 6379, where a system service may run.
 //
 // When redis-server cannot be found or started, Start skips the test, or
@@ -52,10 +56,12 @@ type Server struct {
 	dir     string // data directory: dump.rdb and the log
 	logPath string
 	port    int
+	durable bool // appendonly yes, appendfsync always
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
 	exited chan struct{} // closed when cmd has exited
+	paused bool          // SIGSTOP sent, no SIGCONT since
 }
 
 // Start starts a redis-server for tb on a free loopback port, with its
@@ -63,12 +69,25 @@ type Server struct {
 // server when tb ends.
 func Start(tb testing.TB) *Server {
 	tb.Helper()
+	return start(tb, false)
+}
+
+// StartDurable is Start with an append-only file synced on every write
+// (appendonly yes, appendfsync always): every write the server
+// acknowledged survives Kill and Restart.
+func StartDurable(tb testing.TB) *Server {
+	tb.Helper()
+	return start(tb, true)
+}
+
+func start(tb testing.TB, durable bool) *Server {
+	tb.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		testproc.Unavailable(tb, "Redis", fmt.Errorf("no redis-server (install Debian's redis-server): %w", err))
 	}
 	dir := tb.TempDir() // before Cleanup(stop): cleanups run last-in first-out
-	s := &Server{tb: tb, bin: bin, dir: dir, logPath: filepath.Join(dir, "redis.log")}
+	s := &Server{tb: tb, bin: bin, dir: dir, logPath: filepath.Join(dir, "redis.log"), durable: durable}
 	tb.Cleanup(func() {
 		if err := s.stop(false); err != nil {
 			tb.Errorf("testredis: %v", err)
@@ -139,19 +158,64 @@ func (s *Server) Restart() {
 	}
 }
 
+// Kill ends the server with SIGKILL, as a crash would, and waits until it
+// has exited: what it had not persisted is lost (with StartDurable,
+// nothing it acknowledged). Restart brings it back. Killing a stopped
+// server does nothing.
+func (s *Server) Kill() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return
+	}
+	cmd, exited := s.cmd, s.exited
+	s.cmd, s.exited, s.paused = nil, nil, false
+	select {
+	case <-exited:
+		return // it died on its own; do not signal a reused PID
+	default:
+	}
+	cmd.Process.Kill()
+	<-exited
+}
+
+// Pause freezes the server with SIGSTOP: connections stay open and
+// commands wait unanswered until Resume. Pausing a stopped server does
+// nothing.
+func (s *Server) Pause() { s.signal(syscall.SIGSTOP, true) }
+
+// Resume lets a paused server run again (SIGCONT).
+func (s *Server) Resume() { s.signal(syscall.SIGCONT, false) }
+
+func (s *Server) signal(sig syscall.Signal, paused bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return
+	}
+	if err := s.cmd.Process.Signal(sig); err != nil {
+		s.tb.Errorf("testredis: %v: %v", sig, err)
+		return
+	}
+	s.paused = paused
+}
+
 // start starts redis-server on s.port and waits until it answers PING.
 func (s *Server) start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	cmd := exec.Command(s.bin,
+	appendonly := []string{"--appendonly", "no"}
+	if s.durable {
+		appendonly = []string{"--appendonly", "yes", "--appendfsync", "always"}
+	}
+	cmd := exec.Command(s.bin, append([]string{
 		"--port", strconv.Itoa(s.port),
 		"--bind", "127.0.0.1",
 		"--save", "",
-		"--appendonly", "no",
 		"--dir", s.dir,
 		"--logfile", s.logPath,
 		"--daemonize", "no",
-	)
+	}, appendonly...)...)
 	cmd.Dir = s.dir
 	// Best effort against orphans if the test binary dies.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
@@ -215,6 +279,10 @@ func (s *Server) stopLocked(save bool) error {
 	case <-exited:
 		return nil // it died on its own; do not signal a reused PID
 	default:
+	}
+	if s.paused {
+		cmd.Process.Signal(syscall.SIGCONT) // a frozen server answers no SHUTDOWN
+		s.paused = false
 	}
 	how := "NOSAVE"
 	if save {

@@ -53,3 +53,30 @@ func TestServersAreSeparate(t *testing.T) {
 		t.Fatalf("EXISTS on the other server = %d, %v", n, err)
 	}
 }
+
+// TestDurableKill: on a durable server, an acknowledged INCR survives a
+// SIGKILL and Restart; a paused server answers nothing until resumed.
+func TestDurableKill(t *testing.T) {
+	s := testredis.StartDurable(t)
+	c := s.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for range 3 {
+		if err := c.Incr(ctx, "n").Err(); err != nil {
+			t.Fatalf("INCR: %v", err)
+		}
+	}
+	s.Pause()
+	short, cancelShort := context.WithTimeout(ctx, 300*time.Millisecond)
+	err := c.Ping(short).Err()
+	cancelShort()
+	if err == nil {
+		t.Fatal("PING answered by a paused server")
+	}
+	s.Resume()
+	s.Kill()
+	s.Restart()
+	if v, err := c.Get(ctx, "n").Int(); err != nil || v != 3 {
+		t.Fatalf("GET after Kill and Restart = %d, %v; want 3", v, err)
+	}
+}

@@ -28,6 +28,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -222,6 +223,27 @@ func (s *Server) Stop() {
 	}
 	_ = cmd.Process.Kill()
 	<-done
+}
+
+// Pause freezes the server with SIGSTOP: its clients' connections stay
+// open and their requests and pings wait unanswered until Resume, so
+// clients lose their connection after their read timeout, and sessions
+// may expire when the server runs again. Pausing a stopped server does
+// nothing.
+func (s *Server) Pause() { s.signal(syscall.SIGSTOP) }
+
+// Resume lets a paused server run again (SIGCONT).
+func (s *Server) Resume() { s.signal(syscall.SIGCONT) }
+
+func (s *Server) signal(sig syscall.Signal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return
+	}
+	if err := s.cmd.Process.Signal(sig); err != nil {
+		s.tb.Errorf("testzk: %v: %v", sig, err)
+	}
 }
 
 // Restart starts the server again on the same port and data directory,

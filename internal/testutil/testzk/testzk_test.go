@@ -43,3 +43,21 @@ func TestStopRestart(t *testing.T) {
 	s.Stop()
 	s.Stop() // stopping a stopped server does nothing
 }
+
+// TestPauseResume: a paused server answers nothing, and answers again once
+// resumed.
+func TestPauseResume(t *testing.T) {
+	s := testzk.Start(t)
+	s.Pause()
+	if testzk.Ruok(s.Addr()) {
+		t.Fatal("a paused server answered ruok")
+	}
+	s.Resume()
+	deadline := time.Now().Add(10 * time.Second)
+	for !testzk.Ruok(s.Addr()) {
+		if time.Now().After(deadline) {
+			t.Fatal("no answer to ruok 10 s after Resume")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
