@@ -80,7 +80,7 @@ if [ -z "${FENCEGW_TEST_ZOOKEEPER_JAR:-}" ] && [ ! -e /usr/share/java/zookeeper.
 	fi
 fi
 
-# Chromium: the browser tests of the web page (gateway/ui_browser_test.go)
+# Chromium: the browser tests of the web page (gateway/ui/ui_browser_test.go)
 # run Debian's chromium headless (or FENCEGW_CHROMIUM), installed here with
 # apt-get when missing.
 if [ -z "${FENCEGW_CHROMIUM:-}" ] && ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null &&
