@@ -2,7 +2,6 @@ package testkube
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,9 +19,9 @@ func (s *Server) waitReady(exited <-chan struct{}) error {
 	}
 	defer hc.CloseIdleConnections()
 	deadline := time.Now().Add(readyTimeout)
-	last := errors.New("no answer yet")
 	for {
-		if last = readyz(hc, s.Host()); last == nil {
+		last := readyz(hc, s.Host())
+		if last == nil {
 			return nil
 		}
 		select {
