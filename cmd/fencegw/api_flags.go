@@ -2,10 +2,11 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/fencegw/fencegw/cmd/fencegw/internal/apiclient"
 )
@@ -23,7 +24,7 @@ type apiFlags struct {
 }
 
 // addAPIFlags defines --api, the TLS flags and, with withKey, --api-key.
-func addAPIFlags(fs *flag.FlagSet, withKey bool) *apiFlags {
+func addAPIFlags(fs *pflag.FlagSet, withKey bool) *apiFlags {
 	f := &apiFlags{}
 	fs.StringVar(&f.api, "api", envOr("FENCEGW_API", defaultAPI), "control API base `URL` ($FENCEGW_API when set)")
 	if withKey {
