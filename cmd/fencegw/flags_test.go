@@ -3,6 +3,8 @@ package main
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -125,5 +127,16 @@ func TestAPIKeySnippetIsSafe(t *testing.T) {
 		if k.Name != tc.name || k.SHA256 != hex.EncodeToString(sum[:]) || k.Admin != tc.admin || strings.Join(k.Leases, "|") != strings.Join(want, "|") {
 			t.Errorf("%q: read back %+v\n%s", tc.name, k, stderr)
 		}
+	}
+}
+
+// TestHelpHidesAPIKey: $FENCEGW_API_KEY is the --api-key default, but
+// --help does not print it; $FENCEGW_API is shown as --api's default.
+func TestHelpHidesAPIKey(t *testing.T) {
+	cmd := exec.Command(binary, "lease", "acquire", "--help")
+	cmd.Env = append(os.Environ(), "FENCEGW_API_KEY=fgw_secret-in-env", "FENCEGW_API=http://127.0.0.1:9999")
+	out, err := cmd.Output()
+	if err != nil || strings.Contains(string(out), "fgw_secret-in-env") || !strings.Contains(string(out), "http://127.0.0.1:9999") {
+		t.Errorf("lease acquire --help: %v\n%s", err, out)
 	}
 }

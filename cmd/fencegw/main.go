@@ -66,7 +66,7 @@ func newRootCmd(stderr io.Writer) *cobra.Command {
 	}
 	root.SetVersionTemplate("fencegw {{.Version}}\n")
 	root.PersistentFlags().String("log-format", "text",
-		"how errors are written on stderr: text (one line) or json (a log line); serve has its own, see serve --help")
+		"`format` of an error on stderr: text (one line) or json (a log line); serve has its own, see serve --help")
 	root.AddCommand(
 		newServeCmd(stderr),
 		newLeaseCmd(),
