@@ -51,11 +51,13 @@ func TestCompletionScripts(t *testing.T) {
 // offers the commands and subcommands.
 func TestCompletionCandidates(t *testing.T) {
 	for args, want := range map[string][]string{
-		"__complete le":         {"lease"},
-		"__complete lease a":    {"acquire"},
-		"__complete keys ":      {"generate", "api-key"},
-		"__complete help con":   {"config"},
-		"__complete probe --ti": {"--timeout"},
+		"__complete le":                      {"lease"},
+		"__complete lease a":                 {"acquire"},
+		"__complete keys ":                   {"generate", "api-key"},
+		"__complete help con":                {"config"},
+		"__complete probe --ti":              {"--timeout"},
+		"__complete keys generate --alg ":    {"EdDSA", "ES256", "HS256"},
+		"__complete lease get --log-format ": {"text", "json"},
 	} {
 		f := strings.Fields(args)
 		if strings.HasSuffix(args, " ") {

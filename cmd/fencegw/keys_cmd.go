@@ -46,6 +46,8 @@ standard PEM form holds an HMAC secret.`,
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&alg, "alg", signed.AlgEdDSA, "`algorithm`: EdDSA, ES256 or HS256")
+	cmd.RegisterFlagCompletionFunc("alg", cobra.FixedCompletions(
+		[]cobra.Completion{signed.AlgEdDSA, signed.AlgES256, signed.AlgHS256}, cobra.ShellCompDirectiveNoFileComp))
 	fs.StringVar(&out, "out", "", "write the private key to `file` (mode 0600; never overwritten)")
 	fs.StringVar(&pubOut, "public-out", "", "also write the public key to `file` (not for HS256)")
 	return cmd

@@ -56,10 +56,11 @@ func newLeaseCmd() *cobra.Command {
 func newLeaseOpCmd(op, short string) *cobra.Command {
 	o := &leaseOpts{}
 	cmd := &cobra.Command{
-		Use:   op + " NAME",
-		Short: short,
-		Long:  short + ".\n\n" + leaseLong,
-		Args:  exactArgs(1, "the lease NAME"),
+		Use:               op + " NAME",
+		Short:             short,
+		Long:              short + ".\n\n" + leaseLong,
+		Args:              exactArgs(1, "the lease NAME"),
+		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return o.run(cmd, op, args[0])
 		},
@@ -154,9 +155,10 @@ func (o *leaseOpts) run(cmd *cobra.Command, op, name string) error {
 func newLeaseWatchCmd() *cobra.Command {
 	var api *apiFlags
 	cmd := &cobra.Command{
-		Use:   "watch NAME",
-		Short: "Print a lease's events as JSON lines as they come, until interrupted",
-		Args:  exactArgs(1, "the lease NAME"),
+		Use:               "watch NAME",
+		Short:             "Print a lease's events as JSON lines as they come, until interrupted",
+		Args:              exactArgs(1, "the lease NAME"),
+		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return leaseWatch(cmd, cmd.Context(), api, args[0])
 		},

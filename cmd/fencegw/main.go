@@ -67,6 +67,8 @@ func newRootCmd(stderr io.Writer) *cobra.Command {
 	root.SetVersionTemplate("fencegw {{.Version}}\n")
 	root.PersistentFlags().String("log-format", "text",
 		"`format` of an error on stderr: text (one line) or json (a log line); serve has its own, see serve --help")
+	root.RegisterFlagCompletionFunc("log-format", cobra.FixedCompletions(
+		[]cobra.Completion{"text", "json"}, cobra.ShellCompDirectiveNoFileComp))
 	root.AddCommand(
 		newServeCmd(stderr),
 		newLeaseCmd(),

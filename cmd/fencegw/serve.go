@@ -131,6 +131,9 @@ func newServeCmd(stderr io.Writer) *cobra.Command {
 		},
 	}
 	o = addServeFlags(cmd.Flags())
+	for flag, values := range map[string][]cobra.Completion{"log-format": {"json", "text"}, "log-level": {"debug", "info", "warn", "error"}} {
+		cmd.RegisterFlagCompletionFunc(flag, cobra.FixedCompletions(values, cobra.ShellCompDirectiveNoFileComp))
+	}
 	return cmd
 }
 

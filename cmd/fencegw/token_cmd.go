@@ -39,10 +39,11 @@ type tokenOpts struct {
 func newTokenInspectCmd() *cobra.Command {
 	o := &tokenOpts{}
 	cmd := &cobra.Command{
-		Use:   "inspect TOKEN",
-		Short: "Decode a token and verify it with key files or the gateway's published keys",
-		Long:  tokenLong,
-		Args:  exactArgs(1, "the TOKEN"),
+		Use:               "inspect TOKEN",
+		Short:             "Decode a token and verify it with key files or the gateway's published keys",
+		Long:              tokenLong,
+		Args:              exactArgs(1, "the TOKEN"),
+		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(o.keyFiles) == 0 {
 				if err := o.api.check(); err != nil {
