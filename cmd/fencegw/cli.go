@@ -79,7 +79,7 @@ func reportError(stderr io.Writer, cmd *cobra.Command, err error, format string)
 	}
 	code := exitCodeOf(err)
 	msg := oneLine(err.Error())
-	if code == exitUsage || e == nil || (cmd != nil && cmd.Annotations[usageExitAnnotation] != "" && isUsage(err)) {
+	if e == nil || code == exitUsage || isUsage(err) {
 		msg += fmt.Sprintf(" (see '%s --help')", path)
 	}
 	if format == "json" {
