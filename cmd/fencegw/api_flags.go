@@ -2,10 +2,11 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/fencegw/fencegw/cmd/fencegw/internal/apiclient"
 )
@@ -23,11 +24,13 @@ type apiFlags struct {
 }
 
 // addAPIFlags defines --api, the TLS flags and, with withKey, --api-key.
-func addAPIFlags(fs *flag.FlagSet, withKey bool) *apiFlags {
+func addAPIFlags(fs *pflag.FlagSet, withKey bool) *apiFlags {
 	f := &apiFlags{}
 	fs.StringVar(&f.api, "api", envOr("FENCEGW_API", defaultAPI), "control API base `URL` ($FENCEGW_API when set)")
 	if withKey {
-		fs.StringVar(&f.key, "api-key", os.Getenv("FENCEGW_API_KEY"), "API `key` ($FENCEGW_API_KEY when set)")
+		// The environment's key is read at the call, not made the flag's
+		// default: --help would print it.
+		fs.StringVar(&f.key, "api-key", "", "API `key` (default $FENCEGW_API_KEY)")
 	}
 	fs.StringVar(&f.tls.CAFile, "tls-ca", "", "PEM `file` of the CAs to trust for an https --api (default: the system's)")
 	fs.StringVar(&f.tls.CertFile, "tls-cert", "", "PEM client certificate `file`, when api_tls.client_ca_file requires one")
@@ -56,7 +59,11 @@ func (f *apiFlags) client(timeout time.Duration) (*apiclient.Client, error) {
 	if err := f.check(); err != nil {
 		return nil, err
 	}
-	c, err := apiclient.New(f.api, f.key, f.tls, timeout)
+	key := f.key
+	if key == "" {
+		key = os.Getenv("FENCEGW_API_KEY")
+	}
+	c, err := apiclient.New(f.api, key, f.tls, timeout)
 	if err != nil {
 		return nil, fmt.Errorf("--tls-*: %w", err) // the URL passed check
 	}

@@ -84,18 +84,21 @@ func TestLeaseAndTokenCommands(t *testing.T) {
 	}
 }
 
+// TestAPIKeyCommand: the key is alone on stdout, and the api_keys entry on
+// stderr holds its SHA-256. (It asserted the old output, where the key
+// stood in a comment of the YAML on stdout.)
 func TestAPIKeyCommand(t *testing.T) {
 	out, stderr, code := runCLI(t, "keys", "api-key", "--name", "sweeper", "--leases", "invoice-*,report")
 	if code != 0 {
 		t.Fatalf("%d %s", code, stderr)
 	}
-	key := regexp.MustCompile(`# (fgw_\S+)`).FindStringSubmatch(out)
-	hash := regexp.MustCompile(`sha256: "([0-9a-f]{64})"`).FindStringSubmatch(out)
+	key := regexp.MustCompile(`^(fgw_\S+)\n$`).FindStringSubmatch(out)
+	hash := regexp.MustCompile(`sha256: "?([0-9a-f]{64})"?`).FindStringSubmatch(stderr)
 	if key == nil || hash == nil {
-		t.Fatalf("output:\n%s", out)
+		t.Fatalf("stdout:\n%s\nstderr:\n%s", out, stderr)
 	}
 	sum := sha256.Sum256([]byte(key[1]))
-	if hex.EncodeToString(sum[:]) != hash[1] || !strings.Contains(out, `leases: ["invoice-*", "report"]`) {
-		t.Fatalf("output:\n%s", out)
+	if hex.EncodeToString(sum[:]) != hash[1] || !strings.Contains(stderr, `leases: [invoice-*, report]`) {
+		t.Fatalf("stderr:\n%s", stderr)
 	}
 }

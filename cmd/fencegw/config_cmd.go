@@ -2,31 +2,37 @@ package main
 
 import (
 	"fmt"
-	"io"
+
+	"github.com/spf13/cobra"
 
 	"github.com/fencegw/fencegw/config"
 )
 
-const configUsage = `Usage:
-  fencegw config validate FILE   check a configuration; exit 1 with every error, naming its field
-  fencegw config example         print an annotated example configuration
-`
-
-func configCmd(args []string, stdout, stderr io.Writer) int {
-	switch {
-	case len(args) == 2 && args[0] == "validate":
-		c, err := config.Load(args[1])
-		if err != nil {
-			fmt.Fprintf(stderr, "invalid configuration:\n%s\n", indent(err.Error()))
-			return 1
-		}
-		fmt.Fprintf(stdout, "%s: valid (%d routes, %s store)\n", args[1], len(c.Routes), config.KindOf(c.Store))
-		return 0
-	case len(args) == 1 && args[0] == "example":
-		fmt.Fprint(stdout, config.Example)
-		return 0
-	default:
-		fmt.Fprint(stderr, configUsage)
-		return 2
+func newConfigCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "config",
+		Short: "Check a configuration (validate FILE) or print an annotated example",
 	}
+	cmd.AddCommand(&cobra.Command{
+		Use:   "validate FILE",
+		Short: "Check a configuration; exit 1 with every error, naming its field",
+		Args:  exactArgs(1, "the configuration FILE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := config.Load(args[0])
+			if err != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "invalid configuration:\n%s\n", indent(err.Error()))
+				return reported(err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: valid (%d routes, %s store)\n", args[0], len(c.Routes), config.KindOf(c.Store))
+			return nil
+		},
+	}, &cobra.Command{
+		Use:   "example",
+		Short: "Print an annotated example configuration",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			fmt.Fprint(cmd.OutOrStdout(), config.Example)
+			return nil
+		},
+	})
+	return cmd
 }

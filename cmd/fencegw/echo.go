@@ -4,13 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/spf13/cobra"
 )
 
 // echoed is what the sample upstream answers and prints for each request.
@@ -22,22 +23,27 @@ type echoed struct {
 	BodyBytes       int64  `json:"body_bytes"`
 }
 
+func newEchoCmd() *cobra.Command {
+	var listen string
+	cmd := &cobra.Command{
+		Use:   "echo",
+		Short: "Run a sample upstream that echoes what reaches it",
+		Long: "Runs a sample upstream: it answers every request with a JSON summary of what reached it\n" +
+			"(method, path, Fencing-Epoch and Fencing-Resource headers, body size) and prints the same line on stdout.",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return echo(cmd.Context(), listen, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:9000", "listen `address`")
+	return cmd
+}
+
 // echo runs a sample upstream: it answers every request with a JSON summary
 // of what reached it, and prints the same line to stdout.
-func echo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("fencegw echo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	listen := fs.String("listen", "127.0.0.1:9000", "listen `address`")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	ln, err := net.Listen("tcp", *listen)
+func echo(ctx context.Context, listen string, stdout, stderr io.Writer) error {
+	ln, err := net.Listen("tcp", listen)
 	if err != nil {
-		fmt.Fprintf(stderr, "fencegw echo: %v\n", err)
-		return 1
+		return failure(err)
 	}
 	var mu sync.Mutex
 	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -59,8 +65,7 @@ func echo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		srv.Shutdown(sctx)
 	}()
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		fmt.Fprintf(stderr, "fencegw echo: %v\n", err)
-		return 1
+		return failure(err)
 	}
-	return 0
+	return nil
 }

@@ -22,10 +22,12 @@ func apiKey(t *testing.T, args ...string) (key, entry string) {
 	if code != 0 {
 		t.Fatalf("keys api-key %v: %d %s", args, code, stderr)
 	}
-	m := regexp.MustCompile(`# (fgw_\S+)`).FindStringSubmatch(out)
-	_, entry, ok := strings.Cut(out, "api_keys:\n")
+	// The key alone on stdout, the entry on stderr (the key used to stand
+	// in a comment of the entry, both on stdout).
+	m := regexp.MustCompile(`^(fgw_\S+)\n$`).FindStringSubmatch(out)
+	_, entry, ok := strings.Cut(stderr, "api_keys:\n")
 	if m == nil || !ok {
-		t.Fatalf("keys api-key output:\n%s", out)
+		t.Fatalf("keys api-key output:\n%s\nstderr:\n%s", out, stderr)
 	}
 	return m[1], entry
 }

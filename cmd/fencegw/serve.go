@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,6 +13,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/fencegw/fencegw/config"
 	"github.com/fencegw/fencegw/policy"
@@ -29,6 +31,7 @@ type routeFlag struct {
 }
 
 func (r routeFlag) String() string { return "" }
+func (r routeFlag) Type() string   { return "PREFIX=UPSTREAM" }
 
 func (r routeFlag) Set(v string) error {
 	prefix, upstream, ok := strings.Cut(v, "=")
@@ -39,50 +42,69 @@ func (r routeFlag) Set(v string) error {
 	return nil
 }
 
-// loadServeConfig builds the configuration from the file (if any) and the
-// flags, which override it, and validates the result.
-func loadServeConfig(args []string, stderr io.Writer) (config.Config, error) {
-	fs := flag.NewFlagSet("fencegw serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var (
-		file      = fs.String("config", "", "YAML configuration `file`")
-		listen    = fs.String("listen", "", "proxy listen `address` (default 127.0.0.1:8080)")
-		apiListen = fs.String("api-listen", "", "control API listen `address` (default 127.0.0.1:8081)")
-		store     = fs.String("store", "", "store: a file `path`, postgres://… or etcd://host:port (default fencegw.db)")
-		logLevel  = fs.String("log-level", "", "log `level`: debug, info, warn, error")
-		logFormat = fs.String("log-format", "", "log `format`: json or text")
-		newStore  = fs.Bool("new-store", false, "acknowledge that the embedded store file was lost: create a new one beside a kept signing key, and rotate that key (one start only)")
-		routes    []config.Route
-	)
-	fs.Var(routeFlag{&routes, policy.TokensRaw}, "route",
+// serveOpts are serve's flags, which override the configuration file.
+type serveOpts struct {
+	file, listen, apiListen, store, logLevel, logFormat string
+	newStore                                            bool
+	routes                                              []config.Route
+}
+
+// addServeFlags defines serve's flags on fs.
+func addServeFlags(fs *pflag.FlagSet) *serveOpts {
+	o := &serveOpts{}
+	fs.StringVar(&o.file, "config", "", "YAML configuration `file`")
+	fs.StringVar(&o.listen, "listen", "", "proxy listen `address` (default 127.0.0.1:8080)")
+	fs.StringVar(&o.apiListen, "api-listen", "", "control API listen `address` (default 127.0.0.1:8081)")
+	fs.StringVar(&o.store, "store", "", "store: a file `path`, postgres://… or etcd://host:port (default fencegw.db)")
+	fs.StringVar(&o.logLevel, "log-level", "", "log `level`: debug, info, warn, error")
+	fs.StringVar(&o.logFormat, "log-format", "",
+		"log `format`: json or text (default: log_format, json; a fatal error is text on a terminal unless this is json)")
+	fs.BoolVar(&o.newStore, "new-store", false, "acknowledge that the embedded store file was lost: create a new one beside a kept signing key, and rotate that key (one start only)")
+	fs.Var(routeFlag{&o.routes, policy.TokensRaw}, "route",
 		"add a route with raw epochs, `PREFIX=UPSTREAM`; the resource comes from the Fencing-Resource header (repeatable)")
-	fs.Var(routeFlag{&routes, policy.TokensSigned}, "signed-route",
+	fs.Var(routeFlag{&o.routes, policy.TokensSigned}, "signed-route",
 		"add a route with signed tokens, `PREFIX=UPSTREAM`; the resource comes from the token (repeatable)")
+	return o
+}
+
+// config builds the configuration from the file (if any) and the flags,
+// which override it, and validates the result.
+func (o *serveOpts) config() (config.Config, error) {
+	c := config.Default()
+	if o.file != "" {
+		var err error
+		if c, err = loadFile(o.file); err != nil {
+			return config.Config{}, err
+		}
+	}
+	for dst, v := range map[*string]string{&c.Listen: o.listen, &c.APIListen: o.apiListen, &c.Store: o.store,
+		&c.LogLevel: o.logLevel, &c.LogFormat: o.logFormat} {
+		if v != "" {
+			*dst = v
+		}
+	}
+	c.Routes = append(c.Routes, o.routes...)
+	c.NewStore = o.newStore
+	if err := c.Validate(); err != nil {
+		return config.Config{}, err
+	}
+	return c, nil
+}
+
+// loadServeConfig parses serve's arguments as the serve command does and
+// returns the configuration they give (the deployment tests check their
+// serve lines with it).
+func loadServeConfig(args []string, stderr io.Writer) (config.Config, error) {
+	fs := pflag.NewFlagSet("fencegw serve", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	o := addServeFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return config.Config{}, err
 	}
 	if fs.NArg() > 0 {
 		return config.Config{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	c := config.Default()
-	if *file != "" {
-		var err error
-		if c, err = loadFile(*file); err != nil {
-			return config.Config{}, err
-		}
-	}
-	for dst, v := range map[*string]string{&c.Listen: *listen, &c.APIListen: *apiListen, &c.Store: *store,
-		&c.LogLevel: *logLevel, &c.LogFormat: *logFormat} {
-		if v != "" {
-			*dst = v
-		}
-	}
-	c.Routes = append(c.Routes, routes...)
-	c.NewStore = *newStore
-	if err := c.Validate(); err != nil {
-		return config.Config{}, err
-	}
-	return c, nil
+	return o.config()
 }
 
 func loadFile(path string) (config.Config, error) {
@@ -97,23 +119,40 @@ func loadFile(path string) (config.Config, error) {
 	return c, nil
 }
 
+func newServeCmd(stderr io.Writer) *cobra.Command {
+	var o *serveOpts
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the gateway",
+		Long: "Runs the gateway until SIGTERM or SIGINT, then drains in-flight requests; SIGHUP reloads the routes.\n" +
+			"The flags override the configuration file (--config); fencegw config example shows every key.",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.serve(cmd, stderrIsTerminal(stderr))
+		},
+	}
+	o = addServeFlags(cmd.Flags())
+	for flag, values := range map[string][]cobra.Completion{"log-format": {"json", "text"}, "log-level": {"debug", "info", "warn", "error"}} {
+		cmd.RegisterFlagCompletionFunc(flag, cobra.FixedCompletions(values, cobra.ShellCompDirectiveNoFileComp))
+	}
+	return cmd
+}
+
 // serve runs the gateway until ctx is done, then drains in-flight requests.
-func serve(ctx context.Context, args []string, stderr io.Writer) int {
+// A fatal error is a log line in the configured format, or one line of text
+// when stderr is a terminal and --log-format does not ask for JSON.
+func (o *serveOpts) serve(cmd *cobra.Command, terminal bool) error {
 	floor := raiseHeapGoal()
 	defer runtime.KeepAlive(floor)
-	c, err := loadServeConfig(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
+	ctx, stderr := cmd.Context(), cmd.ErrOrStderr()
+	c, err := o.config()
 	if err != nil {
-		fmt.Fprintf(stderr, "fencegw: invalid configuration:\n%s\n", indent(err.Error()))
-		return 2
+		fmt.Fprintf(stderr, "fencegw serve: invalid configuration:\n%s\n", indent(err.Error()))
+		return &exitError{code: exitUsage, err: err, printed: true}
 	}
 	log := newLogger(stderr, c.LogLevel, c.LogFormat)
-	tel, err := telemetry.Setup(ctx, telemetry.Options{ServiceVersion: version})
+	tel, err := telemetry.Setup(ctx, telemetry.Options{ServiceVersion: versionString()})
 	if err != nil {
-		fmt.Fprintf(stderr, "fencegw: invalid telemetry configuration: %v\n", err)
-		return 2
+		return usageErr("invalid telemetry configuration: %v", err)
 	}
 	defer func() {
 		// Flush what the last requests traced before exiting.
@@ -123,12 +162,14 @@ func serve(ctx context.Context, args []string, stderr io.Writer) int {
 			log.Warn("telemetry shutdown", "error", err.Error())
 		}
 	}()
-	reload := func() (config.Config, error) { return loadServeConfig(args, io.Discard) }
-	if err := runGateway(ctx, c, reload, tel, log); err != nil {
+	if err := runGateway(ctx, c, o.config, tel, log); err != nil {
+		if terminal && o.logFormat != "json" || o.logFormat == "text" {
+			return failure(err)
+		}
 		log.Error("fencegw stopped", "error", err.Error())
-		return 1
+		return reported(err)
 	}
-	return 0
+	return nil
 }
 
 func indent(s string) string { return "  " + strings.ReplaceAll(s, "\n", "\n  ") }
@@ -156,7 +197,7 @@ func runGateway(ctx context.Context, c config.Config, reload func() (config.Conf
 	go func() {
 		done <- s.Serve(serveCtx, ls, func(proxy, control net.Addr) {
 			log.Info("fencegw serving", "listen", proxy.String(), "api_listen", control.String(),
-				"store", string(config.KindOf(c.Store)), "routes", len(s.Routes().Routes()), "version", version,
+				"store", string(config.KindOf(c.Store)), "routes", len(s.Routes().Routes()), "version", versionString(),
 				"exporting_traces", tel.Exporting)
 		})
 	}()

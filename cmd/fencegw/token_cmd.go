@@ -4,85 +4,97 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/fencegw/fencegw/config"
 	"github.com/fencegw/fencegw/tokens/signed"
 )
 
-const tokenUsage = `Usage:
-  fencegw token inspect TOKEN [--key FILE]... [--api URL] [--issuer fencegw] [--audience fencegw]
-      decode a token and verify it with the key files given, or else with the
-      gateway's published keys (GET --api/.well-known/jwks.json; for an https
-      control API: --tls-ca FILE, --tls-cert FILE --tls-key FILE, --tls-server-name NAME)
-`
+const tokenLong = `Decode a token and verify it with the key files given (--key), or else with the
+gateway's published keys (GET --api/.well-known/jwks.json; for an https control
+API: --tls-ca FILE, --tls-cert FILE --tls-key FILE, --tls-server-name NAME).
+Exits 0 when the token verifies, 1 when it does not or cannot be checked.`
 
-func tokenCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) < 1 || args[0] != "inspect" {
-		fmt.Fprint(stderr, tokenUsage)
-		return 2
+func newTokenCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "token",
+		Short: "Decode and verify a token",
 	}
-	fs := flag.NewFlagSet("fencegw token inspect", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var keyFiles stringList
-	fs.Var(&keyFiles, "key", "a PEM key `file` to verify with (repeatable)")
-	api := addAPIFlags(fs, false)
+	cmd.AddCommand(newTokenInspectCmd())
+	return cmd
+}
+
+// tokenOpts are the flags of token inspect.
+type tokenOpts struct {
+	keyFiles         []string
+	api              *apiFlags
+	issuer, audience string
+}
+
+func newTokenInspectCmd() *cobra.Command {
+	o := &tokenOpts{}
+	cmd := &cobra.Command{
+		Use:               "inspect TOKEN",
+		Short:             "Decode a token and verify it with key files or the gateway's published keys",
+		Long:              tokenLong,
+		Args:              exactArgs(1, "the TOKEN"),
+		ValidArgsFunction: cobra.NoFileCompletions,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(o.keyFiles) == 0 {
+				if err := o.api.check(); err != nil {
+					return badUsage(cmd, err)
+				}
+			}
+			return o.inspect(cmd.Context(), cmd.OutOrStdout(), args[0])
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringArrayVar(&o.keyFiles, "key", nil, "a PEM key `file` to verify with (repeatable)")
+	o.api = addAPIFlags(fs, false)
 	defaults := config.Default().Signing
-	issuer := fs.String("issuer", defaults.Issuer, "expected `iss`")
-	audience := fs.String("audience", defaults.Audience, "expected `aud`")
-	// The token may come before or after the flags.
-	rest := args[1:]
-	var token string
-	if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
-		token, rest = rest[0], rest[1:]
-	}
-	if err := fs.Parse(rest); err != nil {
-		return 2
-	}
-	if token == "" && fs.NArg() == 1 {
-		token = fs.Arg(0)
-	}
-	if token == "" {
-		fmt.Fprint(stderr, tokenUsage)
-		return 2
-	}
+	fs.StringVar(&o.issuer, "issuer", defaults.Issuer, "expected `iss`")
+	fs.StringVar(&o.audience, "audience", defaults.Audience, "expected `aud`")
+	return cmd
+}
+
+// inspect prints the token's header and claims, then whether it verifies.
+func (o *tokenOpts) inspect(ctx context.Context, stdout io.Writer, token string) error {
 	token = strings.TrimSpace(token)
 	parts := strings.Split(token, ".")
 	if len(parts) != 3 {
-		fmt.Fprintln(stderr, "fencegw token inspect: not a compact JWT (three dot-separated parts)")
-		return 1
+		return failuref("not a compact JWT (three dot-separated parts)")
 	}
 	for i, label := range []string{"header", "claims"} {
 		b, err := base64.RawURLEncoding.DecodeString(parts[i])
 		if err != nil || !json.Valid(b) {
-			fmt.Fprintf(stderr, "fencegw token inspect: the %s is not base64url JSON\n", label)
-			return 1
+			return failuref("the %s is not base64url JSON", label)
 		}
 		fmt.Fprintf(stdout, "%s: %s\n", label, b)
 	}
-	keys, err := inspectKeys(ctx, keyFiles, api)
+	keys, err := inspectKeys(ctx, o.keyFiles, o.api)
 	if err != nil {
 		fmt.Fprintf(stdout, "signature: not checked (%v)\n", err)
-		return 1
+		return reported(err)
 	}
 	ring, err := signed.NewKeyring(nil, keys...)
 	if err == nil {
 		var v *signed.Verifier
-		if v, err = signed.NewVerifier(ring, *issuer, *audience, signed.WithCacheSize(0)); err == nil {
+		if v, err = signed.NewVerifier(ring, o.issuer, o.audience, signed.WithCacheSize(0)); err == nil {
 			var c signed.Claims
 			if c, err = v.VerifyClaims(token); err == nil {
 				fmt.Fprintf(stdout, "verified: key %s, holder %q, resource %q, epoch %d, expires %s\n",
 					c.KeyID, c.Holder, c.Resource, c.Epoch, c.Expires.UTC().Format("2006-01-02T15:04:05Z"))
-				return 0
+				return nil
 			}
 		}
 	}
 	fmt.Fprintf(stdout, "NOT VERIFIED: %v\n", err)
-	return 1
+	return reported(err)
 }
 
 // inspectKeys loads the key files, or else the gateway's JWKS.
@@ -112,8 +124,3 @@ func inspectKeys(ctx context.Context, files []string, api *apiFlags) ([]*signed.
 	}
 	return signed.ParseJWKS(a.Body)
 }
-
-type stringList []string
-
-func (s *stringList) String() string     { return strings.Join(*s, ",") }
-func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }

@@ -29,16 +29,20 @@ const (
 // maxKeyFileSize bounds what LoadKeyFile reads.
 const maxKeyFileSize = 64 << 10
 
-// MarshalPrivatePEM encodes k's private material as one PEM block with the
-// headers Kid and Alg, so that ParseKeyPEM returns an equal key: PKCS#8
-// ("PRIVATE KEY") for EdDSA and ES256, a SecretPEMType block holding the raw
-// secret for HS256. It fails for a key without private material. The result
-// is secret: write it with mode 0600.
+// MarshalPrivatePEM encodes k's private material as one PEM block that
+// ParseKeyPEM reads back as an equal key: PKCS#8 ("PRIVATE KEY") for EdDSA
+// and ES256, a SecretPEMType block holding the raw secret for HS256. It fails
+// for a key without private material. The result is secret: write it with
+// mode 0600.
+//
+// The block carries only the headers ParseKeyPEM could not derive (see
+// pemHeaders): none for a generated EdDSA or ES256 key, whose PEM is then
+// the standard form that OpenSSL and other tools read.
 func (k *Key) MarshalPrivatePEM() ([]byte, error) {
 	if err := k.validate(); err != nil {
 		return nil, err
 	}
-	block := &pem.Block{Headers: map[string]string{KeyIDHeader: k.ID, AlgHeader: k.Alg}}
+	block := &pem.Block{Headers: k.pemHeaders()}
 	switch {
 	case k.secret != nil:
 		block.Type, block.Bytes = SecretPEMType, bytes.Clone(k.secret)
@@ -54,9 +58,9 @@ func (k *Key) MarshalPrivatePEM() ([]byte, error) {
 	return encodePEM(block)
 }
 
-// MarshalPublicPEM encodes k's public key as a PKIX "PUBLIC KEY" PEM block
-// with the headers Kid and Alg, for distributing verification keys. It fails
-// for HS256, whose secret has no public half.
+// MarshalPublicPEM encodes k's public key as a PKIX "PUBLIC KEY" PEM block,
+// with the headers of pemHeaders, for distributing verification keys. It
+// fails for HS256, whose secret has no public half.
 func (k *Key) MarshalPublicPEM() ([]byte, error) {
 	if err := k.validate(); err != nil {
 		return nil, err
@@ -70,9 +74,26 @@ func (k *Key) MarshalPublicPEM() ([]byte, error) {
 	}
 	return encodePEM(&pem.Block{
 		Type:    "PUBLIC KEY",
-		Headers: map[string]string{KeyIDHeader: k.ID, AlgHeader: k.Alg},
+		Headers: k.pemHeaders(),
 		Bytes:   der,
 	})
+}
+
+// pemHeaders returns the PEM headers that k's encoding needs for
+// ParseKeyPEM to return k's ID and Alg: none for an EdDSA or ES256 key whose
+// ID is its thumbprint (both follow from the key), since OpenSSL 3 refuses
+// PEM headers on a key; Kid alone for such a key with another ID (its PEM
+// is then fencegw's own); Kid and Alg for an HS256 secret, whose random ID
+// cannot be derived and whose block no other tool reads anyway. Files
+// written with headers before this still load.
+func (k *Key) pemHeaders() map[string]string {
+	if k.secret != nil {
+		return map[string]string{KeyIDHeader: k.ID, AlgHeader: k.Alg}
+	}
+	if id, err := k.thumbprint(); err == nil && id == k.ID {
+		return nil
+	}
+	return map[string]string{KeyIDHeader: k.ID}
 }
 
 func encodePEM(b *pem.Block) ([]byte, error) {
