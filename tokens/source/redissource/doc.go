@@ -29,7 +29,9 @@
 // A lost lock lets another leader take over while the first still acts; its
 // higher epoch fences the first. A lost INCR can hand the next leader the
 // epoch the first still holds, and two holders of one epoch cannot be told
-// apart. This source is as strong as the deployment under it;
+// apart. A counter lost altogether (a restart without persistence) starts
+// again from 1: epochs below the gateway's HWM are refused, but the one
+// equal to it is reissued and admitted for both its old and new holders. This source is as strong as the deployment under it;
 // docs/epoch-sources.md says how to narrow the gap (WAIT, appendfsync, a
 // single primary).
 package redissource
