@@ -179,8 +179,8 @@ func (s *Source) read(ctx context.Context, key string) (*redis.Cmd, *redis.Strin
 	return role, get, pttl, nil
 }
 
-// leader interprets the PTTL read after GET found epoch in key: a positive
-// TTL is a live lock; -2 (the key is gone) is no leader; -1 (no expiry)
+// leader interprets the PTTL read after GET found epoch in key: a
+// remaining TTL (0 or more) is a live lock; -2 (the key is gone) is no leader; -1 (no expiry)
 // fails with ErrNoExpiry.
 func (s *Source) leader(key string, epoch int64, pttl *redis.DurationCmd) (source.Leader, error) {
 	d, err := pttl.Result()
