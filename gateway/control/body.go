@@ -26,7 +26,7 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 		return false
 	}
 	if err := wire.CheckText(body); err != nil {
-		badRequest(w, r, "the body spells a character no JSON reader agrees on: "+err.Error())
+		badRequest(w, r, "the body must be valid UTF-8 without lone surrogate escapes: "+err.Error())
 		return false
 	}
 	if err := wire.CheckMembers(body, memberNames(v)...); err != nil {
