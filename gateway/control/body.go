@@ -13,7 +13,9 @@ import (
 )
 
 // decodeBody reads one JSON object into v, a pointer to a struct, refusing
-// with 400: bodies over maxLeaseBody, unknown members, a member named like
+// with 400: bodies over maxLeaseBody, invalid UTF-8 or a lone surrogate
+// escape anywhere (wire.CheckText: encoding/json would read each as U+FFFD,
+// so two holders would be one), unknown members, a member named like
 // one of v's but for case or given twice (wire.CheckMembers: what a proxy
 // in front reads must be what the gateway reads), trailing data, and
 // values of the wrong type or range, naming the member where it can.
@@ -21,6 +23,10 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxLeaseBody))
 	if err != nil {
 		badRequest(w, r, "the body could not be read: "+err.Error())
+		return false
+	}
+	if err := wire.CheckText(body); err != nil {
+		badRequest(w, r, "the body must be valid UTF-8 without lone surrogate escapes: "+err.Error())
 		return false
 	}
 	if err := wire.CheckMembers(body, memberNames(v)...); err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/fencegw/fencegw/tokens/internal/pgconnect"
 	"github.com/fencegw/fencegw/tokens/internal/pgprimary"
 	"github.com/fencegw/fencegw/tokens/internal/pgretry"
 	"github.com/fencegw/fencegw/tokens/source"
@@ -31,7 +32,10 @@ var _ source.Source = (*Source)(nil)
 // server cannot be reached within ctx.
 //
 // Every pooled connection is checked to be to a primary (not in recovery),
-// in addition to any target_session_attrs check the DSN asks for.
+// in addition to any target_session_attrs check the DSN asks for. Opening a
+// connection takes at most the DSN's connect_timeout, or
+// pgconnect.DefaultTimeout (5 s) when it sets none, so that a connection
+// begun during a partition gives up soon after it heals.
 func Open(ctx context.Context, o Options) (*Source, error) {
 	o = o.WithDefaults()
 	if err := o.Validate(); err != nil {
@@ -42,6 +46,7 @@ func Open(ctx context.Context, o Options) (*Source, error) {
 		return nil, fmt.Errorf("pgsource: DSN: %w", err)
 	}
 	pgprimary.Require(cfg.ConnConfig)
+	pgconnect.Bound(cfg.ConnConfig)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("pgsource: %w", err)

@@ -122,10 +122,16 @@ func open(t *testing.T, o redissource.Options) *redissource.Source {
 	return s
 }
 
-// set stores value at key with no expiry, or fails t.
+// set stores value at key for a minute, as the recipe's lock, or fails t.
 func set(t *testing.T, c *redis.Client, key string, value any) {
 	t.Helper()
-	if err := c.Set(sourcetest.Context(t, 10*time.Second), key, value, 0).Err(); err != nil {
+	setTTL(t, c, key, value, time.Minute)
+}
+
+// setTTL stores value at key for ttl (0: no expiry), or fails t.
+func setTTL(t *testing.T, c *redis.Client, key string, value any, ttl time.Duration) {
+	t.Helper()
+	if err := c.Set(sourcetest.Context(t, 10*time.Second), key, value, ttl).Err(); err != nil {
 		t.Fatalf("SET %s: %v", key, err)
 	}
 }

@@ -46,6 +46,37 @@ func (o Options) KeyFor(resource string) string {
 	return strings.ReplaceAll(o.WithDefaults().Key, ResourcePlaceholder, resource)
 }
 
+// CounterSuffix ends the recipe's epoch counter key: a lock key K draws
+// its epochs from INCR K+CounterSuffix.
+const CounterSuffix = ":epoch"
+
+// ErrKeyCollision is wrapped by the errors of Open, for a key template
+// that ends in CounterSuffix, and of Current, for a resource whose lock key
+// would end in it: such a lock key may be another lock's epoch counter
+// (with the template "fencegw:{resource}", the resource "acme:epoch" reads
+// the counter of the resource "acme"), and a counter's value is no leader.
+var ErrKeyCollision = errors.New("lock key ends in " + CounterSuffix + ", the suffix of the epoch counter keys")
+
+// lockKey returns KeyFor(resource), or an error wrapping ErrKeyCollision
+// when that key ends in CounterSuffix. Every counter key ends in it, so a
+// lock key that does not can never be one.
+func (o Options) lockKey(resource string) (string, error) {
+	key := o.KeyFor(resource)
+	if strings.HasSuffix(key, CounterSuffix) {
+		return "", fmt.Errorf("resource %q gives the lock key %q: %w", resource, key, ErrKeyCollision)
+	}
+	return key, nil
+}
+
+// checkKey fails, wrapping ErrKeyCollision, when the key template (after
+// WithDefaults) ends in CounterSuffix: every lock key it makes would.
+func (o Options) checkKey() error {
+	if k := o.WithDefaults().Key; strings.HasSuffix(k, CounterSuffix) {
+		return fmt.Errorf("key %q: %w", k, ErrKeyCollision)
+	}
+	return nil
+}
+
 // ParseAddress parses an Options.Address into go-redis client options.
 //
 // A plain "host:port" needs a host and a port from 1 to 65535. A URL must

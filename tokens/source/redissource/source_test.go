@@ -157,7 +157,8 @@ func unreachable(t *testing.T) string {
 }
 
 // TestURLAddress: a redis:// URL carries the user, the password and the
-// database; a user limited to GET and ROLE on the lock keys can read them.
+// database; a user limited to GET, PTTL and ROLE on the lock keys can
+// read them.
 func TestURLAddress(t *testing.T) {
 	srv := testredis.Start(t)
 	ctx := sourcetest.Context(t, 10*time.Second)
@@ -174,8 +175,8 @@ func TestURLAddress(t *testing.T) {
 	s0 := open(t, redissource.Options{Address: "redis://default:s3cret-pw@" + srv.Addr()})
 	sourcetest.MustLeader(t, s0, "jobs", source.Leader{Held: true, Epoch: 3, Live: true})
 
-	// The least an ACL user needs: GET and ROLE, on the lock keys.
-	if err := db2.Do(ctx, "ACL", "SETUSER", "fencegw", "on", ">gw-pw", "~fencegw:*", "+get", "+role").Err(); err != nil {
+	// The least an ACL user needs: GET, PTTL and ROLE, on the lock keys.
+	if err := db2.Do(ctx, "ACL", "SETUSER", "fencegw", "on", ">gw-pw", "~fencegw:*", "+get", "+pttl", "+role").Err(); err != nil {
 		t.Fatalf("ACL SETUSER: %v", err)
 	}
 	acl := open(t, redissource.Options{Address: "redis://fencegw:gw-pw@" + srv.Addr()})

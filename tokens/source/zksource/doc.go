@@ -20,11 +20,15 @@
 // epoch than every earlier one of the same election. A czxid is never 0.
 //
 // The sequence number is the child name's last 10 characters, all decimal
-// digits; children whose names do not end so take no part in the election
-// and are ignored. A name whose last 10 characters are '-' and 9 digits, or
-// 10 digits above 2^31-1, carries a sequence counter that overflowed (2^31
-// children created under one parent): the order cannot be told, and the
-// read fails closed.
+// digits, from 0 to 2^31-1 (ZooKeeper's int32 counter as %010d); children
+// whose names do not end so take no part in the election and are ignored.
+// That includes 10 digits above 2^31-1, which the counter never gives, and
+// '-' with 9 digits, which it gives only after it overflowed (2^31
+// children created under one parent): a junk child of either form, which
+// anyone allowed to create children can add, must not make every write to
+// the election fail. After a real overflow the newer participants are thus
+// ignored and their epochs refused: fencing stays safe (at most the lowest
+// valid child's epoch is admitted), the election unavailable to them.
 //
 // ZooKeeper serves a read from the server a client is connected to, which
 // may lag behind the ensemble's leader. Every read therefore first sends

@@ -1,7 +1,6 @@
 package zksource
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -36,12 +35,13 @@ func TestLowest(t *testing.T) {
 		{"highest counter", []string{"a-2147483647", "b-2147483646"}, "b-2147483646"},
 		{"more digits", []string{"a-10000000002", "b-0000000003"}, "a-10000000002"},
 		{"equal numbers by name", []string{"b-0000000001", "a-0000000001"}, "a-0000000001"},
+		// Suffixes no in-order counter gives take no part (the red team's junk).
+		{"beyond int32 ignored", []string{"zzz-9999999999", "a-2147483648", "b-0000000005"}, "b-0000000005"},
+		{"negative ignored", []string{"lock--000000001", fmt.Sprintf("x-%010d", math.MinInt32), "c-0000000009"}, "c-0000000009"},
+		{"only junk", []string{"zzz-9999999999", "y--000000001"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, ok, err := lowest(tc.children)
-			if err != nil {
-				t.Fatalf("lowest: %v", err)
-			}
+			got, ok := lowest(tc.children)
 			if ok != (tc.want != "") || got != tc.want {
 				t.Fatalf("lowest(%q) = %q, %v; want %q", tc.children, got, ok, tc.want)
 			}
@@ -49,61 +49,43 @@ func TestLowest(t *testing.T) {
 	}
 }
 
-// TestLowestOverflow: a counter that passed 2^31-1 is formatted with a
-// sign; the order is lost, so the read fails closed.
-func TestLowestOverflow(t *testing.T) {
-	for _, next := range []string{
-		fmt.Sprintf("_c_b-latch-%010d", math.MinInt32), // "-2147483648"
-		fmt.Sprintf("_c_b-latch-%010d", -1),            // "-000000001"
-	} {
-		_, _, err := lowest([]string{"_c_a-latch-2147483647", next})
-		if !errors.Is(err, ErrSequenceOverflow) {
-			t.Fatalf("lowest with child %q: %v, want ErrSequenceOverflow", next, err)
-		}
-	}
-}
-
 // TestSequence: the suffix is exactly the counter as ZooKeeper formats it
-// (%010d).
+// (%010d), from 0 to 2^31-1; anything else is no sequence.
 func TestSequence(t *testing.T) {
 	for _, n := range []int64{0, 1, 7, 1234567890, 2147483647} {
 		name := fmt.Sprintf("_c_x-latch-%010d", n)
-		if got, ok, err := sequence(name); err != nil || !ok || got != n {
-			t.Fatalf("sequence(%q) = %d, %v, %v", name, got, ok, err)
+		if got, ok := sequence(name); !ok || got != n {
+			t.Fatalf("sequence(%q) = %d, %v", name, got, ok)
 		}
 	}
-	for _, name := range []string{"", "123456789", "latch-00000000a1", "latch-000000001 ", "latch-+000000001"} {
-		if _, ok, err := sequence(name); ok || err != nil {
-			t.Fatalf("sequence(%q) = %v, %v; want no sequence", name, ok, err)
+	for _, name := range []string{"", "123456789", "latch-00000000a1", "latch-000000001 ", "latch-+000000001",
+		"zzz-9999999999", "x-2147483648", "lock--000000001", "lock--2147483648"} {
+		if _, ok := sequence(name); ok {
+			t.Fatalf("sequence(%q) = ok; want no sequence", name)
 		}
 	}
 }
 
-// FuzzSequence: any name parses without panicking; a sequence is the value
-// of its last 10 characters, all digits, at most 2^31-1; an overflow error
-// comes exactly for '-' and 9 digits or 10 digits above that.
+// FuzzSequence: any name parses without panicking; a name has a sequence
+// exactly when its last 10 characters are all digits and at most
+// 2^31-1, and the sequence is their value.
 func FuzzSequence(f *testing.F) {
-	for _, s := range []string{"", "0000000000", "_c_a-latch-0000000003", "lock--000000001", "x-99999999999", "x-2147483648", "é0000000001"} {
+	for _, s := range []string{"", "0000000000", "_c_a-latch-0000000003", "lock--000000001", "x-99999999999",
+		"x-2147483648", "x-2147483647", "zzz-9999999999", "é0000000001"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, name string) {
-		seq, ok, err := sequence(name)
-		isDigits := func(s string) bool { return strings.Trim(s, "0123456789") == "" }
+		seq, ok := sequence(name)
 		var suffix string
 		if len(name) >= seqLen {
 			suffix = name[len(name)-seqLen:]
 		}
-		digits := suffix != "" && isDigits(suffix)
-		overflowed := suffix != "" && ((suffix[0] == '-' && isDigits(suffix[1:])) || (digits && suffix > "2147483647"))
+		valid := suffix != "" && strings.Trim(suffix, "0123456789") == "" && suffix <= "2147483647"
 		switch {
-		case err != nil && (ok || !overflowed || !errors.Is(err, ErrSequenceOverflow)):
-			t.Fatalf("sequence(%q) = %v, %v: not an overflowed counter", name, ok, err)
-		case err == nil && overflowed:
-			t.Fatalf("sequence(%q) = %d, %v: no error for an overflowed counter", name, seq, ok)
+		case ok != valid:
+			t.Fatalf("sequence(%q) = %d, %v; want ok %v", name, seq, ok, valid)
 		case ok && fmt.Sprintf("%010d", seq) != suffix:
 			t.Fatalf("sequence(%q) = %d, not its 10-digit suffix", name, seq)
-		case !ok && err == nil && digits:
-			t.Fatalf("sequence(%q): no sequence for a name ending in 10 digits", name)
 		}
 	})
 }

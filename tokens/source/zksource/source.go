@@ -73,8 +73,8 @@ func Open(ctx context.Context, o Options) (*Source, error) {
 //
 // Every error wraps a *tokens.UnavailableError: the caller must fail
 // closed. It also wraps source.ErrClosed after Close, ErrNoSession without
-// a live session, ErrInvalidPath when resource makes the path invalid, and
-// ErrSequenceOverflow for a counter that overflowed. A read whose context
+// a live session, and ErrInvalidPath when resource makes the path invalid.
+// A read whose context
 // ends returns at once with the context's error.
 func (s *Source) Current(ctx context.Context, resource string) (source.Leader, error) {
 	return source.ReadLeader(ctx, resource, s.current)
@@ -134,10 +134,7 @@ func (s *Source) read(path string) (source.Leader, error) {
 		if err != nil {
 			return source.Leader{}, fmt.Errorf("children: %w", err)
 		}
-		name, ok, err := lowest(children)
-		if err != nil {
-			return source.Leader{}, err
-		}
+		name, ok := lowest(children)
 		if !ok {
 			return source.Leader{}, nil
 		}
