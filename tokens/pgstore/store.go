@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fencegw/fencegw/tokens"
+	"github.com/fencegw/fencegw/tokens/internal/pgconnect"
 	"github.com/fencegw/fencegw/tokens/internal/pgprimary"
 	"github.com/fencegw/fencegw/tokens/internal/pgretry"
 )
@@ -48,12 +48,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("pgstore: %w", err)
 	}
 	pgprimary.Require(cfg.ConnConfig)
-	if cfg.ConnConfig.ConnectTimeout == 0 {
-		// A connection begun while the server cannot be reached (a
-		// partition) would otherwise wait for ever, holding a place in
-		// the pool after the partition healed.
-		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
-	}
+	pgconnect.Bound(cfg.ConnConfig)
 	cfg.AfterConnect = durableCommits
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -68,8 +63,8 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 }
 
 // DefaultConnectTimeout bounds opening a connection when the DSN sets no
-// connect_timeout.
-const DefaultConnectTimeout = 5 * time.Second
+// connect_timeout (see pgconnect).
+const DefaultConnectTimeout = pgconnect.DefaultTimeout
 
 // Current returns the HWM of resource, or 0 if none was recorded. It reads
 // from the primary with a fresh statement, so it reflects every Advance that
