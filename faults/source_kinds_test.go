@@ -19,7 +19,7 @@ type sourceKind struct {
 	start func(t *testing.T) *sourceEnv
 }
 
-// sourceKinds are the kinds the plan runs.
+// sourceKinds are the kinds TestEpochSources runs.
 func sourceKinds() []sourceKind {
 	return []sourceKind{
 		{name: "redis", start: startRedisSource},
@@ -27,6 +27,13 @@ func sourceKinds() []sourceKind {
 		{name: "postgres", start: startPGSource},
 		{name: "etcd", start: startEtcdSource},
 	}
+}
+
+// kubeSourceKinds are the kinds TestEpochSourcesKube runs: those whose
+// server is kube-apiserver, which scripts/test.sh may still be building
+// while TestEpochSources runs.
+func kubeSourceKinds() []sourceKind {
+	return []sourceKind{{name: "kubernetes", start: startKubeSource}}
 }
 
 // sourceEnv is a running epoch source as the plan drives it.
@@ -38,6 +45,9 @@ type sourceEnv struct {
 	// ttl is the leaders' lease in the source: a lock's PX, a session's
 	// timeout.
 	ttl time.Duration
+	// zeroEpoch: the source's first term of a resource is at epoch 0 (a
+	// Lease's leaseTransitions); the run must then admit writes at 0.
+	zeroEpoch bool
 	// elector returns a new participant named holder, with connections
 	// of its own, closed when t ends.
 	elector func(t *testing.T, holder string) elector

@@ -71,7 +71,7 @@ const proberHolder = "prober"
 func (w *workload) prober(id int, rng *rand.Rand, stop <-chan struct{}) {
 	for r := 0; !closed(stop); r = (r + 1) % len(w.c.gateways) {
 		res := w.c.source.resources[rng.IntN(len(w.c.source.resources))]
-		if epoch := w.latestTerm(res); epoch > 0 {
+		if epoch, ok := w.latestTerm(res); ok {
 			e := strconv.FormatInt(epoch, 10)
 			w.write(id, r, OpSourced, res, epoch, e, proberHolder, "", "probe")
 		}

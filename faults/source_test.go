@@ -22,9 +22,18 @@ const sourceLeaders = 3
 // and the fencing were met: 503s through every replica a fault cut,
 // zombies refused with 412, forged epochs refused, terms that lapsed on a
 // known moment, admissions before the first fault and after the last.
-func TestEpochSources(t *testing.T) {
+func TestEpochSources(t *testing.T) { runSourceKinds(t, sourceKinds()) }
+
+// TestEpochSourcesKube is TestEpochSources for the kinds whose server is
+// kube-apiserver (kubeSourceKinds), a test of its own so that
+// scripts/test.sh runs it once the binary's build has ended.
+func TestEpochSourcesKube(t *testing.T) { runSourceKinds(t, kubeSourceKinds()) }
+
+// runSourceKinds runs the plan for each of kinds and each seed of the
+// suite's settings, as subtests kind/seed=N.
+func runSourceKinds(t *testing.T, kinds []sourceKind) {
 	seeds, hold, _ := suiteSettings(t)
-	for _, kind := range sourceKinds() {
+	for _, kind := range kinds {
 		for _, seed := range seeds {
 			t.Run(fmt.Sprintf("%s/seed=%d", kind.name, seed), func(t *testing.T) {
 				t.Logf("replay with %s=%d %s=%s", envSeeds, seed, envHold, hold)
@@ -67,7 +76,7 @@ func runSourceSuite(t *testing.T, kind sourceKind, seed uint64, hold time.Durati
 	time.Sleep(200 * time.Millisecond) // receipts of the last answers
 	h := &History{Ops: w.history(), Receipts: c.up.receipts(), Windows: windows, Terms: w.termsSoFar(), End: time.Now()}
 	vs := judge(t, fmt.Sprintf("epoch source %s, seed %d, faults held %s", kind.name, seed, hold), h, len(c.gateways), hwm)
-	missing, met := sourceExercised(h, len(c.gateways))
+	missing, met := sourceExercised(h, len(c.gateways), env.zeroEpoch)
 	t.Logf("%d terms; met: %v", len(h.Terms), met)
 	for _, e := range missing {
 		t.Errorf("%s: the plan was not exercised", e)
@@ -81,9 +90,10 @@ func runSourceSuite(t *testing.T, kind sourceKind, seed uint64, hold time.Durati
 // through every replica while a fault cut it from the source, admissions
 // before the first fault and after the last heal, zombie writes refused
 // with 412, forged epochs refused and none admitted, and terms that lapsed
-// at a known moment (else SourceTerms checks no lapse). met counts what
-// was met.
-func sourceExercised(h *History, replicas int) (missing []string, met map[string]int) {
+// at a known moment (else SourceTerms checks no lapse) — and, when
+// zeroEpoch (the source's first epoch is 0), writes admitted at epoch 0.
+// met counts what was met.
+func sourceExercised(h *History, replicas int, zeroEpoch bool) (missing []string, met map[string]int) {
 	if len(h.Windows) == 0 {
 		return []string{"no fault was made"}, nil
 	}
@@ -99,6 +109,9 @@ func sourceExercised(h *History, replicas int) (missing []string, met map[string
 		case op.Outcome == OutcomeAdmitted && op.Call.After(last):
 			n["admitted after the last heal"]++
 		}
+		if op.Outcome == OutcomeAdmitted && op.Epoch == 0 {
+			n["admitted at epoch 0"]++
+		}
 		switch {
 		case strings.HasSuffix(op.Holder, zombieSuffix) && (op.Outcome == OutcomeStale):
 			n["zombie writes refused with 412"]++
@@ -111,8 +124,12 @@ func sourceExercised(h *History, replicas int) (missing []string, met map[string
 			n["terms that lapsed at a known moment"]++
 		}
 	}
-	for _, what := range []string{"admitted before the first fault", "admitted after the last heal",
-		"zombie writes refused with 412", "forged epochs refused with 403", "terms that lapsed at a known moment"} {
+	want := []string{"admitted before the first fault", "admitted after the last heal",
+		"zombie writes refused with 412", "forged epochs refused with 403", "terms that lapsed at a known moment"}
+	if zeroEpoch {
+		want = append(want, "admitted at epoch 0")
+	}
+	for _, what := range want {
 		if n[what] == 0 {
 			missing = append(missing, "no "+what)
 		}

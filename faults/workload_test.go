@@ -68,11 +68,13 @@ func (w *workload) tookTerm(resource string, epoch int64) {
 	w.latest[resource] = max(w.latest[resource], epoch)
 }
 
-// latestTerm is the epoch of the latest term taken on resource (0: none).
-func (w *workload) latestTerm(resource string) int64 {
+// latestTerm is the epoch of the latest term taken on resource; ok is
+// false when none was (0 is an epoch: a Kubernetes Lease's first).
+func (w *workload) latestTerm(resource string) (epoch int64, ok bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.latest[resource]
+	epoch, ok = w.latest[resource]
+	return epoch, ok
 }
 
 // addTerm records a leader's term in an epoch source.

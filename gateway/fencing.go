@@ -43,7 +43,7 @@ func Fencing(fence *tokens.Fence, routes *Routes, obs *observe.Observer, refusal
 			if p.Resource == "" {
 				p.Resource = a.Resource
 			}
-			if p.PresentedEpoch == nil && a.Epoch > 0 {
+			if p.PresentedEpoch == nil && a.EpochPresented {
 				p.PresentedEpoch = problem.EpochPtr(a.Epoch)
 			}
 			if p.Decision() == tokens.DecisionStale && p.Detail == "" {
@@ -76,8 +76,10 @@ func decide(r *http.Request, rt *policy.Route, fence *tokens.Fence, obs *observe
 	p.RawOnLeased = rt.RawOnLeased
 	a, err := fence.Decide(ctx, p)
 	if span.IsRecording() {
-		span.SetAttributes(observe.AttrResource.String(a.Resource), observe.AttrEpochPresented.Int64(a.Epoch),
-			observe.AttrDecision.String(string(tokens.DecisionOf(err))))
+		span.SetAttributes(observe.AttrResource.String(a.Resource), observe.AttrDecision.String(string(tokens.DecisionOf(err))))
+		if a.EpochPresented {
+			span.SetAttributes(observe.AttrEpochPresented.Int64(a.Epoch))
+		}
 		span.End()
 	}
 	return a, err

@@ -280,6 +280,8 @@ type gatewayOptions struct {
 	auditMaxPending int
 	// maxLive is leases.max_live (the default when 0).
 	maxLive int
+	// log receives the gateway's log (discarded when nil).
+	log slog.Handler
 }
 
 // tokensEpochSource abbreviates the epoch source type in tables.
@@ -347,7 +349,10 @@ func newGatewayWith(t *testing.T, store tokens.Store, up *testUpstream, o gatewa
 		c.APIKeys = append(c.APIKeys, config.APIKey{Name: k.Name, SHA256: hex.EncodeToString(k.Hash[:]), Leases: k.Leases, Admin: k.Admin,
 			MaxLeases: k.MaxLeases})
 	}
-	opts := server.Options{Logger: slog.New(slog.DiscardHandler), Store: store, Transport: o.transport, WatchHeartbeat: o.heartbeat,
+	if o.log == nil {
+		o.log = slog.DiscardHandler
+	}
+	opts := server.Options{Logger: slog.New(o.log), Store: store, Transport: o.transport, WatchHeartbeat: o.heartbeat,
 		Authority:  &signed.Authority{Keys: o.auth.keys, Signer: o.auth.signer, Verifier: o.auth.verifier},
 		OpenSource: func(_ string, s *config.EpochSource) (tokens.EpochSource, error) { return sources[s], nil }}
 	if o.observed != nil {

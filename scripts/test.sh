@@ -40,9 +40,12 @@ if [ "${1:-}" != quick ]; then
 	fi
 fi
 # kube_packages need kube-apiserver; kube_tests are the tests of
-# cmd/fencegw that do. Both run in the second go test.
+# kube_test_packages (cmd/fencegw, and the fault suite's kubernetes epoch
+# source) that do. All run in the second go test; the first skips
+# kube_tests.
 kube_packages="./tokens/source/kubesource ./internal/testutil/testkube"
-kube_tests='^(TestBringYourOwnKubernetesLease|TestKubeLeaderExample)$'
+kube_test_packages="./cmd/fencegw ./faults"
+kube_tests='^(TestBringYourOwnKubernetesLease|TestKubeLeaderExample|TestEpochSourcesKube)$'
 
 if [ -z "${FENCEGW_TEST_POSTGRES_DSN:-}" ] && ! compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null; then
 	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
@@ -130,7 +133,10 @@ start=$(date +%s)
 heartbeat_line() {
 	local step=$1 log=$2 progress=$3 done_n pending faults_case=""
 	if [ "$step" != tests ]; then
-		echo "[test] $(($(date +%s) - start)) s: $step running"
+		if [ "$step" = "kube tests" ] && [ -s "$progress" ]; then
+			faults_case="; faults at $(tail -n 1 "$progress")"
+		fi
+		echo "[test] $(($(date +%s) - start)) s: $step running$faults_case"
 		return
 	fi
 	done_n=$(grep -cE '^(ok|FAIL|\?)[[:space:]]' "$log" || true)
@@ -170,9 +176,14 @@ if [ -n "$kube_pid" ]; then
 	echo tests >"$step_file"
 fi
 echo "kube-apiserver: $(cat "$FENCEGW_TEST_KUBE_STATUS")"
+# The heartbeat says "kube tests running", with the fault suite's case
+# once TestEpochSourcesKube has begun one.
+echo "kube tests" >"$step_file"
+: >"$faults_progress"
 go test -race -count=1 -timeout 10m $kube_packages 2>&1 | tee -a "$test_log"
 kube_status=${PIPESTATUS[0]}
-go test -race -count=1 -timeout 10m -run "$kube_tests" ./cmd/fencegw 2>&1 | tee -a "$test_log"
+FENCEGW_FAULTS_REPORT=$faults_report FENCEGW_FAULTS_PROGRESS=$faults_progress \
+	go test -race -count=1 -timeout 10m -run "$kube_tests" $kube_test_packages 2>&1 | tee -a "$test_log"
 [ "${PIPESTATUS[0]}" = 0 ] || kube_status=1
 [ "$status" != 0 ] || status=$kube_status
 set -e

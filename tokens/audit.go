@@ -74,9 +74,15 @@ type AuditEntry struct {
 	// Epoch is the presented epoch (refusals) or the grant's (leases).
 	Epoch int64 `json:"epoch,omitempty"`
 	// CurrentEpoch is the resource's HWM when a write was refused.
-	CurrentEpoch int64  `json:"current_epoch,omitempty"`
-	Route        string `json:"route,omitempty"`
-	Status       int    `json:"status,omitempty"`
+	CurrentEpoch int64 `json:"current_epoch,omitempty"`
+	// HasEpoch and HasCurrentEpoch say that a refusal's Epoch and
+	// CurrentEpoch are known, also when they are 0 (an epoch source may
+	// vouch for epoch 0). An entry written without them knows an epoch
+	// exactly when it is positive.
+	HasEpoch        bool   `json:"has_epoch,omitempty"`
+	HasCurrentEpoch bool   `json:"has_current_epoch,omitempty"`
+	Route           string `json:"route,omitempty"`
+	Status          int    `json:"status,omitempty"`
 	// ExpiresAt is the grant's expiry after the event (acquired, renewed:
 	// the latest renewal's).
 	ExpiresAt time.Time `json:"expires_at,omitzero"`

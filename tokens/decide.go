@@ -63,8 +63,14 @@ type Presented struct {
 // when it was refused (for the refusal's report).
 type Admission struct {
 	Resource string
-	Epoch    int64
-	Holder   string
+	// Epoch is the epoch the verified token carried, when EpochPresented.
+	Epoch int64
+	// EpochPresented is set once a token verified: Epoch is then the
+	// presented epoch, also when it is 0 (which an epoch source may vouch
+	// for). False when the decision stopped before (no token, or one that
+	// did not verify): then no epoch was presented, whatever Epoch says.
+	EpochPresented bool
+	Holder         string
 	// DeliverBy, for a write on a leased resource, is when its grant at
 	// Epoch may lapse, on this process's monotonic clock: the write must
 	// be delivered whole before it. The zero Time: no lease bounds it.
@@ -106,7 +112,7 @@ func (f *Fence) Decide(ctx context.Context, p Presented) (Admission, error) {
 	if err != nil {
 		return a, err
 	}
-	a.Epoch, a.Holder = claims.Epoch, claims.Holder
+	a.Epoch, a.EpochPresented, a.Holder = claims.Epoch, true, claims.Holder
 	if a.Resource, err = resourceOf(p, claims); err != nil {
 		return a, err
 	}

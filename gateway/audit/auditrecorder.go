@@ -106,7 +106,10 @@ type auditKey struct {
 	start                         int64 // the interval's start, Unix nanoseconds
 	resource, kind, holder, route string
 	epoch, current                int64
-	status                        int
+	// hasEpoch, hasCurrent: a refusal's epoch and current are known (they
+	// may be 0).
+	hasEpoch, hasCurrent bool
+	status               int
 	// at tells apart lease events that are never counted together.
 	at string
 	// shared: the entry is the same whichever replica records it (a lapse).
@@ -116,12 +119,23 @@ type auditKey struct {
 // id returns the entry ID of k, recorded by replica in process boot.
 func (k auditKey) id(boot, replica string) string {
 	start := time.Unix(0, k.start)
-	fields := []string{string(k.stream), k.resource, k.kind, k.holder, k.route, strconv.FormatInt(k.epoch, 10),
-		strconv.FormatInt(k.current, 10), strconv.Itoa(k.status), k.at}
+	fields := []string{string(k.stream), k.resource, k.kind, k.holder, k.route, epochField(k.epoch, k.hasEpoch),
+		epochField(k.current, k.hasCurrent), strconv.Itoa(k.status), k.at}
 	if k.shared {
 		return tokens.AuditID(start, fields...)
 	}
 	return tokens.AuditID(start, append(fields, boot, replica)...)
+}
+
+// epochField is an epoch as an entry's ID digests it: its digits, "0"
+// also when unknown (as IDs always had it), and "=0" for a known 0, so
+// that a refusal at epoch 0 and one without an epoch are entries of their
+// own.
+func epochField(epoch int64, known bool) string {
+	if known && epoch == 0 {
+		return "=0"
+	}
+	return strconv.FormatInt(epoch, 10)
 }
 
 // auditSlot is an entry in memory; dirty when it changed since it was last
@@ -183,14 +197,14 @@ func (a *Recorder) Refused(at time.Time, rej wire.Rejection, traceID string) {
 	}
 	start := at.Truncate(a.o.Interval)
 	k := auditKey{stream: tokens.AuditRefusals, start: start.UnixNano(), resource: rej.Resource, kind: string(rej.Decision),
-		holder: rej.Holder, route: rej.Route, epoch: presented, current: current, status: rej.Status}
+		holder: rej.Holder, route: rej.Route, epoch: presented, current: current, status: rej.Status,
+		hasEpoch: rej.PresentedEpoch != nil, hasCurrent: rej.CurrentEpoch != nil}
 	if IsJunk(tokens.Decision(rej.Decision)) {
 		k = auditKey{stream: tokens.AuditJunk, start: start.UnixNano(), kind: string(rej.Decision), route: rej.Route,
 			status: rej.Status}
-		current = 0
 	}
 	a.add(k, start, at, traceID, func(e *tokens.AuditEntry) {
-		e.CurrentEpoch, e.Route, e.Status = current, rej.Route, rej.Status
+		e.CurrentEpoch, e.HasCurrentEpoch, e.Route, e.Status = k.current, k.hasCurrent, rej.Route, rej.Status
 	})
 }
 
@@ -252,7 +266,7 @@ func (a *Recorder) add(k auditKey, start, at time.Time, traceID string, fill fun
 	default:
 		s = &auditSlot{end: start.Add(a.o.Interval), e: tokens.AuditEntry{Stream: k.stream, ID: k.id(a.boot, a.o.Replica),
 			Resource: k.resource, Kind: k.kind, Holder: k.holder, Replica: a.o.Replica, Epoch: k.epoch,
-			First: at, Last: at, Count: 1}}
+			HasEpoch: k.hasEpoch, First: at, Last: at, Count: 1}}
 		fill(&s.e)
 		a.entries[k] = s
 		if k.stream == tokens.AuditJunk {

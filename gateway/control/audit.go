@@ -50,10 +50,10 @@ func rejectionOf(e tokens.AuditEntry) wire.Rejection {
 	rej := wire.Rejection{ID: e.ID, Resource: e.Resource, Decision: e.Kind, Holder: e.Holder,
 		Replica: e.Replica, Route: e.Route, Status: e.Status, Count: e.Count, First: e.First, Last: e.Last,
 		TraceIDs: nonNil(e.TraceIDs)}
-	if e.Epoch > 0 {
+	if e.HasEpoch || e.Epoch > 0 {
 		rej.PresentedEpoch = problem.EpochPtr(e.Epoch)
 	}
-	if e.CurrentEpoch > 0 {
+	if e.HasCurrentEpoch || e.CurrentEpoch > 0 {
 		rej.CurrentEpoch = problem.EpochPtr(e.CurrentEpoch)
 	}
 	return rej

@@ -145,12 +145,12 @@ func decisionAttrs(rt *policy.Route, a reqctx.Admission, p *problem.Problem, d t
 	if a.Resource != "" {
 		attrs = append(attrs, AttrResource.String(a.Resource))
 	}
-	if a.Epoch > 0 {
+	if a.EpochPresented {
 		attrs = append(attrs, AttrEpochPresented.Int64(a.Epoch))
 	}
 	if p != nil && p.CurrentEpoch != nil {
 		attrs = append(attrs, AttrEpochCurrent.Int64(int64(*p.CurrentEpoch)))
-	} else if p == nil && a.Epoch > 0 {
+	} else if p == nil && a.EpochPresented {
 		attrs = append(attrs, AttrEpochCurrent.Int64(a.Epoch))
 	}
 	if a.Holder != "" {

@@ -100,3 +100,13 @@ current-context: testkube
 `, server, base64.StdEncoding.EncodeToString(ca), token)
 	return os.WriteFile(filepath.Join(dir, kubeconfig), []byte(cfg), 0o600)
 }
+
+// copyFile copies the file from to a new file to, readable by its owner
+// only.
+func copyFile(from, to string) error {
+	b, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, b, 0o600)
+}

@@ -12,8 +12,9 @@ import (
 	"github.com/fencegw/fencegw/internal/testutil/testkube"
 )
 
-// TestStopRestart: the server serves Leases; a stopped server refuses
-// clients and a restarted one answers on the same address with its data.
+// TestStopRestart: the server serves Leases; a paused server answers
+// nothing until resumed; a stopped server refuses clients and a restarted
+// one answers on the same address with its data.
 func TestStopRestart(t *testing.T) {
 	start := time.Now()
 	s := testkube.Start(t)
@@ -30,6 +31,18 @@ func TestStopRestart(t *testing.T) {
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder}}, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("Create: %v", err)
 	}
+	s.Pause()
+	short, cancelShort := context.WithTimeout(ctx, 500*time.Millisecond)
+	_, err = leases.Get(short, "kept", metav1.GetOptions{})
+	cancelShort()
+	if err == nil {
+		t.Fatal("Get on a paused server succeeded")
+	}
+	s.Resume()
+	if _, err := leases.Get(ctx, "kept", metav1.GetOptions{}); err != nil {
+		t.Fatalf("Get after Resume: %v", err)
+	}
+	s.Pause() // Stop ends a paused server too
 	s.Stop()
 	if _, err := leases.Get(ctx, "kept", metav1.GetOptions{}); err == nil {
 		t.Fatal("Get on a stopped server succeeded")

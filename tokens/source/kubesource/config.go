@@ -52,9 +52,14 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 // clientset's scheme registers every built-in API group: tens of
 // megabytes in the binary); no client-side rate limit (every check is a
 // read the gateway must make now, and Coalesce already shares them); no
-// warnings logged; and a transport of its own (a Proxy function makes
+// warnings logged; a transport of its own (a Proxy function makes
 // client-go build one instead of sharing its process-wide cache), so that
-// Close can release its connections.
+// Close can release its connections; and HTTP/1.1 only, so that a read
+// whose context ends closes its connection: a connection a partition
+// killed without a reset (its bytes dropped) then serves no later read,
+// where over HTTP/2 every read would share it, and time out, until
+// client-go's health check dropped it (30 s without a frame, then a 15 s
+// ping) — long after the partition healed.
 func tune(c *rest.Config) error {
 	scheme := runtime.NewScheme()
 	if err := coordinationv1.AddToScheme(scheme); err != nil {
@@ -73,5 +78,6 @@ func tune(c *rest.Config) error {
 	if c.Proxy == nil {
 		c.Proxy = http.ProxyFromEnvironment
 	}
+	c.TLSClientConfig.NextProtos = []string{"http/1.1"}
 	return nil
 }
