@@ -98,18 +98,7 @@ func TestValidationNamesTheField(t *testing.T) {
 		if !strings.HasPrefix(yml, "routes") {
 			doc = yml + "\nroutes: [{prefix: /a/, upstream: \"http://127.0.0.1:9\"}]"
 		}
-		c, err := config.Parse([]byte(doc))
-		if err == nil {
-			err = c.Validate()
-		}
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%s\n  got  %v\n  want %q", yml, err, want)
-			continue
-		}
-		var fe *config.FieldError
-		if !errors.As(err, &fe) {
-			t.Errorf("%s: error %v is not a *FieldError", yml, err)
-		}
+		expectFieldError(t, yml, doc, want)
 	}
 }
 

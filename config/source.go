@@ -85,14 +85,7 @@ func (s *EpochSource) validate(at string) []error {
 			bad("dsn", "must be a postgres:// URL")
 		}
 	case "etcd":
-		if len(s.Endpoints) == 0 {
-			bad("endpoints", "at least one host:port is required")
-		}
-		for i, e := range s.Endpoints {
-			if err := checkAddr(e); err != nil {
-				bad(fmt.Sprintf("endpoints[%d]", i), "%v", err)
-			}
-		}
+		checkAddrs("endpoints", s.Endpoints, bad)
 		if s.Prefix == "" {
 			bad("prefix", "the election prefix is required")
 		}
@@ -116,18 +109,25 @@ func (s *EpochSource) validate(at string) []error {
 
 // validateZooKeeper checks the keys of kind zookeeper.
 func (s *EpochSource) validateZooKeeper(bad func(field, format string, args ...any)) {
-	if len(s.Servers) == 0 {
-		bad("servers", "at least one host:port is required")
-	}
-	for i, a := range s.Servers {
-		if err := checkAddr(a); err != nil {
-			bad(fmt.Sprintf("servers[%d]", i), "%v", err)
-		}
-	}
+	checkAddrs("servers", s.Servers, bad)
 	if s.Path == "" {
 		bad("path", "the election's parent znode is required")
 	} else if err := zksource.CheckPath(s.Path); err != nil {
 		bad("path", "%v", err)
+	}
+}
+
+// checkAddrs reports to bad a list of host:port addresses, the key field,
+// that is empty, and each of its entries that is not such an address
+// (as field[i]).
+func checkAddrs(field string, addrs []string, bad func(field, format string, args ...any)) {
+	if len(addrs) == 0 {
+		bad(field, "at least one host:port is required")
+	}
+	for i, a := range addrs {
+		if err := checkAddr(a); err != nil {
+			bad(fmt.Sprintf("%s[%d]", field, i), "%v", err)
+		}
 	}
 }
 

@@ -1,7 +1,6 @@
 package config_test
 
 import (
-	"errors"
 	"strings"
 	"testing"
 
@@ -50,17 +49,6 @@ func TestKubernetesSourceInvalid(t *testing.T) {
 		zkRoute("r", `{kind: Kubernetes}`):                                                  `got "Kubernetes"; did you mean "kubernetes"?`,
 		zkRoute("r", `{kind: zookeper}`):                                                    `did you mean "zookeeper"?`,
 	} {
-		c, err := config.Parse([]byte(doc))
-		if err == nil {
-			err = c.Validate()
-		}
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%s\n  got  %v\n  want %q", doc, err, want)
-			continue
-		}
-		var fe *config.FieldError
-		if !errors.As(err, &fe) {
-			t.Errorf("%s: error %v is not a *FieldError", doc, err)
-		}
+		expectFieldError(t, doc, doc, want)
 	}
 }

@@ -1,8 +1,6 @@
 package config_test
 
 import (
-	"errors"
-	"strings"
 	"testing"
 
 	"github.com/fencegw/fencegw/config"
@@ -58,17 +56,6 @@ func TestZooKeeperSourceInvalid(t *testing.T) {
 		zkRoute("t-{segment:1}", `{kind: zookeeper, servers: ["zk1:2181"], path: /e}`):                "routes[0].resource: must be a fixed name with a zookeeper epoch_source whose path has no {resource}",
 		zkRoute("{header:X-Tenant}", `{kind: zookeeper, servers: ["zk1:2181"], path: "/{resource}"}`): "routes[0].resource: must not use {header:…}",
 	} {
-		c, err := config.Parse([]byte(doc))
-		if err == nil {
-			err = c.Validate()
-		}
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%s\n  got  %v\n  want %q", doc, err, want)
-			continue
-		}
-		var fe *config.FieldError
-		if !errors.As(err, &fe) {
-			t.Errorf("%s: error %v is not a *FieldError", doc, err)
-		}
+		expectFieldError(t, doc, doc, want)
 	}
 }

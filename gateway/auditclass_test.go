@@ -16,29 +16,37 @@ import (
 // (/tenant/<i>) through g from 8 clients, closes half once half of them
 // were answered, and counts those not answered 428.
 func junkFlood(g *gw, n int, half chan<- struct{}) int64 {
-	var wg sync.WaitGroup
-	var wrong, sent atomic.Int64
+	var sent atomic.Int64
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}
 	defer client.CloseIdleConnections()
+	return sendAll(n, http.StatusPreconditionRequired, func(i int) (*http.Response, error) {
+		resp, err := client.Post(g.proxy.URL+fmt.Sprintf("/tenant/%d/x", i), "text/plain", nil)
+		if sent.Add(1) == int64(n/2) {
+			close(half)
+		}
+		return resp, err
+	})
+}
+
+// sendAll calls send(i) for every i from 0 to n-1, from 8 goroutines at
+// once, and counts the calls that failed or were not answered want.
+func sendAll(n, want int, send func(i int) (*http.Response, error)) int64 {
+	var wg sync.WaitGroup
+	var wrong atomic.Int64
 	for c := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := c; i < n; i += 8 {
-				resp, err := client.Post(g.proxy.URL+fmt.Sprintf("/tenant/%d/x", i), "text/plain", nil)
-				if sent.Add(1) == int64(n/2) {
-					close(half)
-				}
+				resp, err := send(i)
 				if err != nil {
 					wrong.Add(1)
 					continue
 				}
 				resp.Body.Close()
-				if resp.StatusCode != http.StatusPreconditionRequired {
+				if resp.StatusCode != want {
 					wrong.Add(1)
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	return wrong.Load()

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -137,30 +135,13 @@ func bee2name(backend string) string {
 // from 8 clients at once.
 func staleStorm(t *testing.T, g *gw, n int) {
 	t.Helper()
-	var wg sync.WaitGroup
-	var wrong atomic.Int64
-	for c := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := c; i < n; i += 8 {
-				req, _ := http.NewRequest(http.MethodPost, g.proxy.URL+"/raw/x", nil)
-				req.Header.Set(gateway.TokenHeader, "1")
-				resp, err := http.DefaultClient.Do(req)
-				if err != nil {
-					wrong.Add(1)
-					continue
-				}
-				resp.Body.Close()
-				if resp.StatusCode != http.StatusPreconditionFailed {
-					wrong.Add(1)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	if wrong.Load() > 0 {
-		t.Fatalf("%d of %d stale writes were not answered 412", wrong.Load(), n)
+	wrong := sendAll(n, http.StatusPreconditionFailed, func(int) (*http.Response, error) {
+		req, _ := http.NewRequest(http.MethodPost, g.proxy.URL+"/raw/x", nil)
+		req.Header.Set(gateway.TokenHeader, "1")
+		return http.DefaultClient.Do(req)
+	})
+	if wrong > 0 {
+		t.Fatalf("%d of %d stale writes were not answered 412", wrong, n)
 	}
 }
 

@@ -67,16 +67,9 @@ func (a *api) watch(ctx context.Context, client *http.Client, last string, fn fu
 	u := *a.base
 	u.Path = strings.TrimSuffix(u.Path, "/") + "/v1/leases/" + a.name + "/watch"
 	u.RawPath = strings.TrimSuffix(a.base.EscapedPath(), "/") + "/v1/leases/" + url.PathEscape(a.name) + "/watch"
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	req, err := wire.NewWatchRequest(ctx, u.String(), last, a.key)
 	if err != nil {
 		return err
-	}
-	req.Header.Set("Accept", "text/event-stream")
-	if last != "" {
-		req.Header.Set("Last-Event-ID", last)
-	}
-	if a.key != "" {
-		req.Header.Set("Authorization", "Bearer "+a.key)
 	}
 	resp, err := client.Do(req)
 	if err != nil {

@@ -47,40 +47,39 @@ kube_packages="./tokens/source/kubesource ./internal/testutil/testkube"
 kube_test_packages="./cmd/fencegw ./faults"
 kube_tests='^(TestBringYourOwnKubernetesLease|TestKubeLeaderExample|TestEpochSourcesKube)$'
 
-if [ -z "${FENCEGW_TEST_POSTGRES_DSN:-}" ] && ! compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null; then
+# install_or_warn WHAT TESTS PACKAGE...: installs WHAT, a service the tests
+# need, with apt-get when run as root: the first of the Debian PACKAGEs that
+# installs (it fails, and with it the run, when none does). Otherwise it
+# warns that the TESTS tests will skip.
+install_or_warn() {
+	local what=$1 tests=$2 pkg
+	shift 2
 	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-		echo "installing the PostgreSQL server binaries for the tests"
+		echo "installing $what for the tests"
 		apt-get update -qq
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql-15 >/dev/null ||
-			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
-	else
-		echo "warning: no PostgreSQL server binaries; PostgreSQL tests will skip (or fail with CI=true)" >&2
+		for pkg in "$@"; do
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$pkg" >/dev/null && return 0
+		done
+		return 1
 	fi
+	echo "warning: no ${what#the }; $tests tests will skip (or fail with CI=true)" >&2
+}
+
+if [ -z "${FENCEGW_TEST_POSTGRES_DSN:-}" ] && ! compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null; then
+	install_or_warn "the PostgreSQL server binaries" PostgreSQL postgresql-15 postgresql
 fi
 
 # Redis: the redis epoch source's tests start throwaway servers from
 # Debian's redis-server, installed here with apt-get when missing.
 if ! command -v redis-server >/dev/null; then
-	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-		echo "installing redis-server for the tests"
-		apt-get update -qq
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null
-	else
-		echo "warning: no redis-server; Redis tests will skip (or fail with CI=true)" >&2
-	fi
+	install_or_warn "redis-server" Redis redis-server
 fi
 
 # ZooKeeper: the zookeeper epoch source's tests (internal/testutil/testzk)
 # start a throwaway standalone server from Debian's zookeeper package (or
 # FENCEGW_TEST_ZOOKEEPER_JAR), installed here with apt-get when missing.
 if [ -z "${FENCEGW_TEST_ZOOKEEPER_JAR:-}" ] && [ ! -e /usr/share/java/zookeeper.jar ]; then
-	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-		echo "installing the ZooKeeper server for the tests"
-		apt-get update -qq
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq zookeeper >/dev/null
-	else
-		echo "warning: no ZooKeeper server; ZooKeeper tests will skip (or fail with CI=true)" >&2
-	fi
+	install_or_warn "the ZooKeeper server" ZooKeeper zookeeper
 fi
 
 # Chromium: the browser tests of the web page (gateway/ui/ui_browser_test.go)
@@ -88,13 +87,7 @@ fi
 # apt-get when missing.
 if [ -z "${FENCEGW_CHROMIUM:-}" ] && ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null &&
 	! command -v google-chrome >/dev/null && ! command -v google-chrome-stable >/dev/null; then
-	if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-		echo "installing Chromium for the browser tests"
-		apt-get update -qq
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
-	else
-		echo "warning: no Chromium; browser tests will skip (or fail with CI=true)" >&2
-	fi
+	install_or_warn "Chromium" browser chromium
 fi
 
 # quick: the edit-test loop. Unit tests and the conformance suites on the

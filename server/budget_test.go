@@ -3,22 +3,14 @@ package server
 import (
 	"bufio"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -28,6 +20,7 @@ import (
 	"time"
 
 	"github.com/fencegw/fencegw/config"
+	"github.com/fencegw/fencegw/internal/testutil/testtls"
 	"github.com/fencegw/fencegw/telemetry"
 )
 
@@ -406,36 +399,6 @@ func TestProxiedStreamFlowsPastWriteTimeout(t *testing.T) {
 	}
 }
 
-// writeBudgetCert writes a self-signed certificate for 127.0.0.1 and its
-// key into dir, and returns their paths.
-func writeBudgetCert(t *testing.T, dir string) (certFile, keyFile string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "fencegw test"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, KeyUsage: x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return certFile, keyFile
-}
-
 // TestSlowBodiesAreCutOverTLS: the proxy's listener terminating TLS cuts
 // slow bodies as the plain one does, and writes over TLS issued meanwhile,
 // HTTP/1.1 and HTTP/2, succeed.
@@ -446,7 +409,7 @@ func TestSlowBodiesAreCutOverTLS(t *testing.T) {
 	}))
 	defer upstream.Close()
 	c := budgetConfig(upstream.URL)
-	certFile, keyFile := writeBudgetCert(t, t.TempDir())
+	certFile, keyFile := testtls.WriteFiles(t, t.TempDir())
 	c.TLS = &config.ListenerTLS{CertFile: certFile, KeyFile: keyFile}
 	g := serveBudgetGateway(t, c)
 

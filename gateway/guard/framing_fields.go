@@ -118,6 +118,20 @@ func validFieldValue(v []byte) bool {
 	return true
 }
 
+// framingField records a Content-Length or Transfer-Encoding field, name,
+// whose seen flag is seen: a request may carry one of them, once. A second
+// field of either kind fails the scan (400).
+func (s *framingScanner) framingField(name string, seen *bool) error {
+	switch {
+	case *seen:
+		return s.fail(http.StatusBadRequest, "more than one %s field", name)
+	case s.req.cl || s.req.te:
+		return s.fail(http.StatusBadRequest, "both Transfer-Encoding and Content-Length")
+	}
+	*seen = true
+	return nil
+}
+
 // headerField checks a header field line and records the fields that
 // frame the request.
 func (s *framingScanner) headerField(b []byte) error {
@@ -127,28 +141,21 @@ func (s *framingScanner) headerField(b []byte) error {
 	}
 	switch {
 	case equalFold(name, "Content-Length"):
-		switch {
-		case s.req.cl:
-			return s.fail(http.StatusBadRequest, "more than one Content-Length field")
-		case s.req.te:
-			return s.fail(http.StatusBadRequest, "both Transfer-Encoding and Content-Length")
+		if err := s.framingField("Content-Length", &s.req.cl); err != nil {
+			return err
 		}
-		s.req.cl = true
 		n, ok := parseLength(value)
 		if !ok {
 			return s.fail(http.StatusBadRequest, "Content-Length %s is not 1 to 19 decimal digits below 2^63", quote(value))
 		}
 		s.req.length = n
 	case equalFold(name, "Transfer-Encoding"):
-		switch {
-		case s.req.te:
-			return s.fail(http.StatusBadRequest, "more than one Transfer-Encoding field")
-		case s.req.cl:
-			return s.fail(http.StatusBadRequest, "both Transfer-Encoding and Content-Length")
-		case s.req.http10:
+		if err := s.framingField("Transfer-Encoding", &s.req.te); err != nil {
+			return err
+		}
+		if s.req.http10 {
 			return s.fail(http.StatusBadRequest, "Transfer-Encoding in an HTTP/1.0 request")
 		}
-		s.req.te = true
 		return s.transferCoding(value)
 	case equalFold(name, "Host"):
 		if s.req.hosts++; s.req.hosts > 1 {

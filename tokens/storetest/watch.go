@@ -135,19 +135,28 @@ func watchFromLatest(t *testing.T, f Factory, lease string) (watcher, other toke
 	return watcher, other, ch, cancel
 }
 
+// grantRenewRelease makes three changes to lease, back to back: node-a
+// acquires it through acquirer (15 s), renews it through renewer and
+// releases it through releaser. It returns the grant.
+func grantRenewRelease(t *testing.T, acquirer, renewer, releaser tokens.Store, lease string) tokens.Grant {
+	t.Helper()
+	g := mustAcquire(t, acquirer, lease, "node-a", 15*time.Second)
+	if _, err := renewer.Renew(ctx(t), lease, "node-a", g.Epoch, anon); err != nil {
+		t.Fatal(err)
+	}
+	if err := releaser.Release(ctx(t), lease, "node-a", g.Epoch, anon); err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
 // testWatchEveryChange: a grant, a renewal through another client within
 // milliseconds of it, and a release within milliseconds of that are three
 // changes, in order, with rising Seqs: none is folded into another.
 func testWatchEveryChange(t *testing.T, f Factory) {
 	watcher, other, ch, cancel := watchFromLatest(t, f, "every")
 	defer cancel()
-	g := mustAcquire(t, watcher, "every", "node-a", 15*time.Second)
-	if _, err := other.Renew(ctx(t), "every", "node-a", g.Epoch, anon); err != nil {
-		t.Fatal(err)
-	}
-	if err := watcher.Release(ctx(t), "every", "node-a", g.Epoch, anon); err != nil {
-		t.Fatal(err)
-	}
+	g := grantRenewRelease(t, watcher, other, watcher, "every")
 	expectChanges(t, ch, g, 0)
 	cancel()
 }
@@ -159,13 +168,7 @@ func testWatchEveryChange(t *testing.T, f Factory) {
 func testWatchResumes(t *testing.T, f Factory) {
 	watcher, other, ch, cancel := watchFromLatest(t, f, "resumed")
 	defer cancel()
-	g := mustAcquire(t, other, "resumed", "node-a", 15*time.Second)
-	if _, err := other.Renew(ctx(t), "resumed", "node-a", g.Epoch, anon); err != nil {
-		t.Fatal(err)
-	}
-	if err := other.Release(ctx(t), "resumed", "node-a", g.Epoch, anon); err != nil {
-		t.Fatal(err)
-	}
+	g := grantRenewRelease(t, other, other, other, "resumed")
 	seqs := expectChanges(t, ch, g, 0)
 	cancel()
 

@@ -8,31 +8,19 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/fencegw/fencegw/internal/testutil/testproc"
 )
 
-// waitReady polls /readyz until it answers 200, the process exits, or
-// readyTimeout passes.
-func (s *Server) waitReady(exited <-chan struct{}) error {
+// waitReady polls /readyz until it answers 200, p exits, or readyTimeout
+// passes.
+func (s *Server) waitReady(p *testproc.Process) error {
 	hc, err := rest.HTTPClientFor(s.RESTConfig())
 	if err != nil {
 		return err
 	}
 	defer hc.CloseIdleConnections()
-	deadline := time.Now().Add(readyTimeout)
-	for {
-		last := readyz(hc, s.Host())
-		if last == nil {
-			return nil
-		}
-		select {
-		case <-exited:
-			return fmt.Errorf("the server exited (last /readyz: %v)", last)
-		case <-time.After(100 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("not ready within %v: %v", readyTimeout, last)
-		}
-	}
+	return p.WaitReady(readyTimeout, 100*time.Millisecond, func() error { return readyz(hc, s.Host()) })
 }
 
 // readyz asks host's /readyz once, within 2 s.

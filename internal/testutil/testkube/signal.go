@@ -15,20 +15,9 @@ func (s *Server) Pause() { s.signal(syscall.SIGSTOP) }
 // runs or is stopped does nothing.
 func (s *Server) Resume() { s.signal(syscall.SIGCONT) }
 
-// signal sends sig to the running server, unless it has exited (its PID
-// may have been reused).
+// signal sends sig to the running server, if any.
 func (s *Server) signal(sig syscall.Signal) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd == nil {
-		return
-	}
-	select {
-	case <-s.done:
-		return
-	default:
-	}
-	if err := s.cmd.Process.Signal(sig); err != nil {
+	if err := s.proc.Signal(sig); err != nil {
 		s.tb.Errorf("testkube: %v: %v", sig, err)
 	}
 }

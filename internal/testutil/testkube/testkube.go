@@ -14,14 +14,12 @@
 package testkube
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -48,9 +46,7 @@ type Server struct {
 	token string
 	port  int
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd     // nil while stopped
-	done chan struct{} // closed when cmd has exited
+	proc testproc.Running
 }
 
 // Start starts an etcd and a kube-apiserver over it on a free loopback
@@ -78,7 +74,7 @@ func Start(tb testing.TB) *Server {
 		if err == nil {
 			break
 		}
-		if attempt == startAttempts || !lostPort(s.logPath(), offset) {
+		if attempt == startAttempts || !testproc.LostPortRace(s.logPath(), offset) {
 			tb.Fatalf("testkube: %v", err)
 		}
 	}
@@ -140,69 +136,26 @@ func (s *Server) args() []string {
 // the log in the server's directory, whose end is quoted when it does not
 // come up.
 func (s *Server) start() error {
-	log, err := os.OpenFile(s.logPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	defer log.Close()
 	cmd := exec.Command(s.bin, s.args()...)
 	cmd.Dir = s.dir
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
+	p, err := testproc.Run(cmd, s.logPath())
+	if err != nil {
 		return fmt.Errorf("starting kube-apiserver: %w", err)
 	}
-	done := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(done)
-	}()
-	s.mu.Lock()
-	s.cmd, s.done = cmd, done
-	s.mu.Unlock()
-	if err := s.waitReady(done); err != nil {
+	s.proc.Set(p)
+	if err := s.waitReady(p); err != nil {
 		s.Stop()
-		return fmt.Errorf("kube-apiserver on %s: %w\n%s", s.Host(), err, s.logTail())
+		return fmt.Errorf("kube-apiserver on %s: %w\n%s", s.Host(), err, testproc.LogTail(s.logPath()))
 	}
 	return nil
 }
 
 func (s *Server) logPath() string { return filepath.Join(s.dir, logFile) }
 
-// lostPort reports whether the log, from offset on, says the port was
-// taken by someone else before the server bound it.
-func lostPort(path string, offset int64) bool {
-	b, err := os.ReadFile(path)
-	if err != nil || int64(len(b)) < offset {
-		return false
-	}
-	return bytes.Contains(bytes.ToLower(b[offset:]), []byte("address already in use"))
-}
-
-func (s *Server) logTail() string {
-	b, err := os.ReadFile(s.logPath())
-	if err != nil {
-		return ""
-	}
-	if len(b) > 4000 {
-		b = b[len(b)-4000:]
-	}
-	return string(bytes.TrimSpace(b))
-}
-
 // Stop kills the server (SIGKILL, like a crash) and returns once it has
 // exited; etcd and its data stay for Restart. Its clients' connections are
 // cut and new ones are refused. Stopping a stopped server does nothing.
-func (s *Server) Stop() {
-	s.mu.Lock()
-	cmd, done := s.cmd, s.done
-	s.cmd, s.done = nil, nil
-	s.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	_ = cmd.Process.Kill()
-	<-done
-}
+func (s *Server) Stop() { s.proc.Kill() }
 
 // Restart starts the server again on the same port, certificate and etcd,
 // stopping it first if it runs, and waits until it is ready.

@@ -1,7 +1,8 @@
 // Package testproc holds what the packages that run a server for tests
-// (testpg, testredis, testzk, testetcd) share: free loopback ports, the
-// reading of a server's log for a lost race for its port, and the CI rule
-// for a server that cannot be had. Only tests and test helpers import it.
+// (testpg, testredis, testzk, testkube, testetcd) share: free loopback
+// ports, a server process with its log (Run), the reading of a server's log
+// for a lost race for its port, and the CI rule for a server that cannot
+// be had. Only tests and test helpers import it.
 package testproc
 
 import (
@@ -56,7 +57,7 @@ func LogSize(path string) int64 {
 
 // LostPortRace reports whether the log at path, from offset on (the first
 // MiB of it), says the port was taken by someone else between FreePort and
-// the server binding it.
+// the server binding it, in any letter case.
 func LostPortRace(path string, offset int64) bool {
 	f, err := os.Open(path)
 	if err != nil {
@@ -67,7 +68,7 @@ func LostPortRace(path string, offset int64) bool {
 	if err != nil {
 		return false
 	}
-	return bytes.Contains(b, []byte("Address already in use"))
+	return bytes.Contains(bytes.ToLower(b), []byte("address already in use"))
 }
 
 // Unavailable ends tb because what (a server) could not be had: it fails

@@ -1,5 +1,6 @@
 // Package testtls makes TLS material for tests: a throwaway self-signed
-// certificate for 127.0.0.1. Only tests import it.
+// certificate for 127.0.0.1, in memory (SelfSigned) or in files
+// (WriteFiles). Only tests import it.
 package testtls
 
 import (

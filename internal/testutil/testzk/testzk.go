@@ -19,7 +19,6 @@
 package testzk
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"net"
@@ -27,7 +26,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -58,9 +56,7 @@ type Server struct {
 	dir  string
 	addr string
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd     // nil while stopped
-	done chan struct{} // closed when cmd has exited
+	proc testproc.Running
 }
 
 // Start starts a server on a free loopback port, with its configuration
@@ -128,49 +124,48 @@ func (s *Server) writeConfig(port int) error {
 // zookeeper.log in the server's directory, whose end is quoted when it
 // does not come up.
 func (s *Server) start(java, jar string) error {
-	log, err := os.OpenFile(filepath.Join(s.dir, "zookeeper.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	defer log.Close()
 	cmd := exec.Command(java, "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
 		"-Dzookeeper.forceSync=no", "-Dzookeeper.admin.enableServer=false",
 		"-cp", jar, mainClass, filepath.Join(s.dir, "zoo.cfg"))
 	cmd.Dir = s.dir
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
+	log := filepath.Join(s.dir, "zookeeper.log")
+	p, err := testproc.Run(cmd, log)
+	if err != nil {
 		return fmt.Errorf("starting ZooKeeper: %w", err)
 	}
-	done := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(done)
-	}()
-	s.mu.Lock()
-	s.cmd, s.done = cmd, done
-	s.mu.Unlock()
-	if err := waitReady(s.addr, done); err != nil {
+	s.proc.Set(p)
+	// A loaded machine's JVM answers ruok well before it serves
+	// sessions: ready is a session given.
+	err = p.WaitReady(readyTimeout, 50*time.Millisecond, func() error {
+		if !Ruok(s.addr) {
+			return errors.New("no answer to ruok")
+		}
+		return hasSession(s.addr)
+	})
+	if err != nil {
 		s.Stop()
-		return fmt.Errorf("ZooKeeper on %s: %w\n%s", s.addr, err, s.logTail())
+		return fmt.Errorf("ZooKeeper on %s: %w\n%s", s.addr, err, testproc.LogTail(log))
 	}
 	return nil
 }
 
-// waitReady polls addr with "ruok" until it answers "imok", the process
-// exits, or readyTimeout passes.
-func waitReady(addr string, exited <-chan struct{}) error {
-	deadline := time.Now().Add(readyTimeout)
+// hasSession reports (nil) whether a client of addr gets a session within
+// 10 s.
+func hasSession(addr string) error {
+	c, events, err := zk.Connect([]string{addr}, 10*time.Second, zk.WithLogger(quiet{}), zk.WithLogInfo(false))
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	defer c.Close()
+	timeout := time.After(10 * time.Second)
 	for {
-		if Ruok(addr) {
-			return nil
-		}
 		select {
-		case <-exited:
-			return errors.New("the server exited")
-		case <-time.After(50 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("no answer to ruok within %v", readyTimeout)
+		case ev := <-events:
+			if ev.State == zk.StateHasSession {
+				return nil
+			}
+		case <-timeout:
+			return errors.New("no session within 10s")
 		}
 	}
 }
@@ -192,17 +187,6 @@ func Ruok(addr string) bool {
 	return string(buf[:n]) == "imok"
 }
 
-func (s *Server) logTail() string {
-	b, err := os.ReadFile(filepath.Join(s.dir, "zookeeper.log"))
-	if err != nil {
-		return ""
-	}
-	if len(b) > 4000 {
-		b = b[len(b)-4000:]
-	}
-	return string(bytes.TrimSpace(b))
-}
-
 // Addr returns the server's client address, "127.0.0.1:PORT"; it stays
 // the same across Stop and Restart.
 func (s *Server) Addr() string { return s.addr }
@@ -213,17 +197,7 @@ func (s *Server) Servers() []string { return []string{s.addr} }
 // Stop kills the server (SIGKILL, like a crash) and returns once it has
 // exited; its data stays for Restart. Its clients' connections are cut and
 // new ones are refused. Stopping a stopped server does nothing.
-func (s *Server) Stop() {
-	s.mu.Lock()
-	cmd, done := s.cmd, s.done
-	s.cmd, s.done = nil, nil
-	s.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	_ = cmd.Process.Kill()
-	<-done
-}
+func (s *Server) Stop() { s.proc.Kill() }
 
 // Pause freezes the server with SIGSTOP: its clients' connections stay
 // open and their requests and pings wait unanswered until Resume, so
@@ -236,12 +210,7 @@ func (s *Server) Pause() { s.signal(syscall.SIGSTOP) }
 func (s *Server) Resume() { s.signal(syscall.SIGCONT) }
 
 func (s *Server) signal(sig syscall.Signal) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd == nil {
-		return
-	}
-	if err := s.cmd.Process.Signal(sig); err != nil {
+	if err := s.proc.Signal(sig); err != nil {
 		s.tb.Errorf("testzk: %v: %v", sig, err)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/fencegw/fencegw/wire"
 )
 
 // LeaseEvent is one event of a lease watch: its id, its kind (acquired,
@@ -24,16 +26,9 @@ type LeaseEvent struct {
 // client's timeout must be zero: a watch lasts. A refusal is an error
 // naming the answer.
 func (c *Client) WatchLease(ctx context.Context, name, lastID string, fn func(LeaseEvent) error) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.URL("/v1/leases/"+url.PathEscape(name)+"/watch"), nil)
+	req, err := wire.NewWatchRequest(ctx, c.URL("/v1/leases/"+url.PathEscape(name)+"/watch"), lastID, c.Key)
 	if err != nil {
 		return err
-	}
-	req.Header.Set("Accept", "text/event-stream")
-	if lastID != "" {
-		req.Header.Set("Last-Event-ID", lastID)
-	}
-	if c.Key != "" {
-		req.Header.Set("Authorization", "Bearer "+c.Key)
 	}
 	resp, err := c.httpClient().Do(req)
 	if err != nil {
