@@ -66,6 +66,9 @@ func TestEpochZeroReported(t *testing.T) {
 	}
 	admitted := send(0, "0", 201)
 	presented("admitted", admitted, true)
+	if v := admitted["fencing.epoch_source"]; v.AsString() != "kubernetes" {
+		t.Errorf("admitted: span's fencing.epoch_source = %q, want the route's source kind", v.AsString())
+	}
 	if v, ok := admitted["fencing.epoch.current"]; !ok || v.AsInt64() != 0 {
 		t.Errorf("admitted: span's fencing.epoch.current = %v (set %v), want 0", v.AsInterface(), ok)
 	}
@@ -96,11 +99,19 @@ func TestEpochZeroReported(t *testing.T) {
 		t.Errorf("log lines: %d stale, %d missing, want 1 each", stale, missing)
 	}
 
+	// The decisions counter names the source kind that judged them.
+	if counts := o.counts(t, "fencegw.decisions", "epoch_source"); counts["kubernetes"] != 3 || len(counts) != 1 {
+		t.Errorf("decisions by epoch_source = %v, want 3 by kubernetes", counts)
+	}
+
 	g.flushAudit(t)
 	a := do(t, "GET", g.api.URL+"/v1/audit/rejections?"+url.Values{"resource": {"zeroed"}}.Encode(), nil, "")
 	var list wire.Rejections
 	if err := json.Unmarshal(a.body, &list); err != nil || len(list.Rejections) != 1 {
 		t.Fatalf("audit = %s (%v), want the one stale write", a.body, err)
+	}
+	if rej := list.Rejections[0]; rej.EpochSource != "kubernetes" {
+		t.Errorf("audit = %s, want epoch_source \"kubernetes\" (the route's source kind)", a.body)
 	}
 	if rej := list.Rejections[0]; rej.Decision != "stale" || rej.PresentedEpoch == nil || *rej.PresentedEpoch != 0 ||
 		!strings.Contains(string(a.body), `"presented_epoch":"0"`) {

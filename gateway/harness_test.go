@@ -340,7 +340,9 @@ func newGatewayWith(t *testing.T, store tokens.Store, up *testUpstream, o gatewa
 			r.Tokens = config.TokensRaw
 		}
 		if src, ok := o.sources[s.prefix]; ok {
-			r.EpochSource = &config.EpochSource{Kind: "test"}
+			// The kind is only named (metrics, spans, the audit):
+			// OpenSource below returns the test's source.
+			r.EpochSource = &config.EpochSource{Kind: "kubernetes"}
 			sources[r.EpochSource] = src
 		}
 		c.Routes = append(c.Routes, r)

@@ -203,6 +203,11 @@ func TestDecisionsOnSpans(t *testing.T) {
 	if counts["stale"] != 1 || counts["admitted"] != 1 || counts["forbidden"] != 2 || counts["unavailable"] != 1 {
 		t.Fatalf("decision counts = %v", counts)
 	}
+	// The write through the route with an epoch source was judged by it
+	// (its harness kind), the others by the gateway's fence.
+	if by := o.counts(t, "fencegw.decisions", "epoch_source"); len(by) != 2 || by["kubernetes"] != 1 || by["fence"] != 7 {
+		t.Errorf("decisions by epoch_source = %v, want 1 by kubernetes and 7 by fence", by)
+	}
 
 	// The audit lists every refusal, with its trace, once written.
 	g.flushAudit(t)

@@ -59,6 +59,11 @@ type Route struct {
 	// EpochSource, when set, is an external election whose current epoch a
 	// raw epoch must equal.
 	EpochSource tokens.EpochSource
+	// EpochSourceKind names EpochSource's kind as configured (postgres,
+	// etcd, redis, zookeeper, kubernetes); "" when the route has none and
+	// the gateway's own fence decides alone. Metrics, spans and the audit
+	// name it.
+	EpochSourceKind string
 	// Methods are the fenced methods, upper case; others pass unfenced.
 	// Nil fences every method but SafeMethods.
 	Methods []string

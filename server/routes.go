@@ -77,6 +77,7 @@ func policyRoutes(c config.Config, d routeDeps) ([]*policy.Route, error) {
 			if pr.EpochSource, err = d.OpenSource(at+".epoch_source", r.EpochSource); err != nil {
 				return nil, err
 			}
+			pr.EpochSourceKind = r.EpochSource.Kind
 		}
 		if len(pr.Methods) == 0 {
 			pr.Methods = nil // every method but the safe ones

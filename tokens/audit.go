@@ -82,7 +82,10 @@ type AuditEntry struct {
 	HasEpoch        bool   `json:"has_epoch,omitempty"`
 	HasCurrentEpoch bool   `json:"has_current_epoch,omitempty"`
 	Route           string `json:"route,omitempty"`
-	Status          int    `json:"status,omitempty"`
+	// EpochSource is the kind of the route's epoch source, when it has one
+	// (refusals).
+	EpochSource string `json:"epoch_source,omitempty"`
+	Status      int    `json:"status,omitempty"`
 	// ExpiresAt is the grant's expiry after the event (acquired, renewed:
 	// the latest renewal's).
 	ExpiresAt time.Time `json:"expires_at,omitzero"`

@@ -9,16 +9,20 @@ type Rejection struct {
 	ID       string `json:"id"`
 	Resource string `json:"resource"`
 	// Decision is the fencing decision: stale, missing, invalid, ...
-	Decision       string    `json:"decision"`
-	PresentedEpoch *Epoch    `json:"presented_epoch,omitempty"`
-	CurrentEpoch   *Epoch    `json:"current_epoch,omitempty"`
-	Holder         string    `json:"holder,omitempty"`
-	Replica        string    `json:"replica"`
-	Route          string    `json:"route"`
-	Status         int       `json:"status"`
-	Count          int64     `json:"count"`
-	First          time.Time `json:"first"`
-	Last           time.Time `json:"last"`
+	Decision       string `json:"decision"`
+	PresentedEpoch *Epoch `json:"presented_epoch,omitempty"`
+	CurrentEpoch   *Epoch `json:"current_epoch,omitempty"`
+	Holder         string `json:"holder,omitempty"`
+	Replica        string `json:"replica"`
+	Route          string `json:"route"`
+	// EpochSource is the kind of the route's epoch source (postgres, etcd,
+	// redis, zookeeper, kubernetes) that judged the write; absent when the
+	// gateway's own fence did alone.
+	EpochSource string    `json:"epoch_source,omitempty"`
+	Status      int       `json:"status"`
+	Count       int64     `json:"count"`
+	First       time.Time `json:"first"`
+	Last        time.Time `json:"last"`
 	// TraceIDs are the traces of the first few refusals counted.
 	TraceIDs []string `json:"trace_ids"`
 }

@@ -205,6 +205,7 @@ func (a *Recorder) Refused(at time.Time, rej wire.Rejection, traceID string) {
 	}
 	a.add(k, start, at, traceID, func(e *tokens.AuditEntry) {
 		e.CurrentEpoch, e.HasCurrentEpoch, e.Route, e.Status = k.current, k.hasCurrent, rej.Route, rej.Status
+		e.EpochSource = rej.EpochSource // the route's: the same for every refusal k counts
 	})
 }
 

@@ -48,8 +48,8 @@ func auditItems[T any](c *control, w http.ResponseWriter, r *http.Request, strea
 // rejectionOf is a refusals entry as GET /v1/audit/rejections lists it.
 func rejectionOf(e tokens.AuditEntry) wire.Rejection {
 	rej := wire.Rejection{ID: e.ID, Resource: e.Resource, Decision: e.Kind, Holder: e.Holder,
-		Replica: e.Replica, Route: e.Route, Status: e.Status, Count: e.Count, First: e.First, Last: e.Last,
-		TraceIDs: nonNil(e.TraceIDs)}
+		Replica: e.Replica, Route: e.Route, EpochSource: e.EpochSource, Status: e.Status, Count: e.Count, First: e.First,
+		Last: e.Last, TraceIDs: nonNil(e.TraceIDs)}
 	if e.HasEpoch || e.Epoch > 0 {
 		rej.PresentedEpoch = problem.EpochPtr(e.Epoch)
 	}

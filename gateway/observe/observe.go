@@ -35,6 +35,7 @@ const (
 	AttrEpochCurrent   = attribute.Key("fencing.epoch.current")
 	AttrHolder         = attribute.Key("fencing.holder")
 	AttrRoute          = attribute.Key("fencing.route")
+	AttrEpochSource    = attribute.Key("fencing.epoch_source")
 	AttrDecision       = attribute.Key("fencing.decision")
 	// EventStaleWriteRejected is added to the request's span when a stale
 	// write is refused.
@@ -136,12 +137,22 @@ func (o *Observer) RecordDecision(r *http.Request, rt *policy.Route, a reqctx.Ad
 			span.AddEvent(EventStaleWriteRejected, trace.WithAttributes(attrs...))
 		}
 	}
-	o.decisions.Add(r.Context(), 1, metric.WithAttributeSet(o.decisionSet(rt.Name, d)))
+	o.decisions.Add(r.Context(), 1, metric.WithAttributeSet(o.decisionSet(rt, d)))
+}
+
+// sourceOf names what judged rt's epochs: its epoch source's kind, or
+// "fence" for the gateway's own fence.
+func sourceOf(rt *policy.Route) string {
+	if rt.EpochSourceKind != "" {
+		return rt.EpochSourceKind
+	}
+	return "fence"
 }
 
 // decisionAttrs are a decision's span attributes.
 func decisionAttrs(rt *policy.Route, a reqctx.Admission, p *problem.Problem, d tokens.Decision) []attribute.KeyValue {
-	attrs := []attribute.KeyValue{AttrRoute.String(rt.Name), AttrDecision.String(string(d)), semconv.HTTPRoute(rt.Prefix)}
+	attrs := []attribute.KeyValue{AttrRoute.String(rt.Name), AttrDecision.String(string(d)), semconv.HTTPRoute(rt.Prefix),
+		AttrEpochSource.String(sourceOf(rt))}
 	if a.Resource != "" {
 		attrs = append(attrs, AttrResource.String(a.Resource))
 	}
@@ -161,18 +172,20 @@ func decisionAttrs(rt *policy.Route, a reqctx.Admission, p *problem.Problem, d t
 
 // decisionKey names one attribute set of the decisions counter.
 type decisionKey struct {
-	route    string
-	decision tokens.Decision
+	route, source string
+	decision      tokens.Decision
 }
 
-// decisionSet returns the counter's attribute set for route and d, built
-// once (routes and decisions are few).
-func (o *Observer) decisionSet(route string, d tokens.Decision) attribute.Set {
-	k := decisionKey{route, d}
+// decisionSet returns the counter's attribute set for rt and d, built
+// once (routes and decisions are few): the route, the decision and what
+// judged it (see sourceOf).
+func (o *Observer) decisionSet(rt *policy.Route, d tokens.Decision) attribute.Set {
+	k := decisionKey{rt.Name, sourceOf(rt), d}
 	if s, ok := o.decisionSets.Load(k); ok {
 		return s.(attribute.Set)
 	}
-	s := attribute.NewSet(attribute.String("route", route), attribute.String("decision", string(d)))
+	s := attribute.NewSet(attribute.String("route", k.route), attribute.String("decision", string(d)),
+		attribute.String("epoch_source", k.source))
 	o.decisionSets.Store(k, s)
 	return s
 }
@@ -184,6 +197,9 @@ func (o *Observer) AuditRefusal(r *http.Request, a reqctx.Admission, p *problem.
 	}
 	rej := wire.Rejection{Route: p.Route, Resource: p.Resource, PresentedEpoch: p.PresentedEpoch,
 		CurrentEpoch: p.CurrentEpoch, Holder: a.Holder, Decision: string(p.Decision()), Status: p.Status}
+	if rt, ok := reqctx.RouteFrom(r.Context()); ok {
+		rej.EpochSource = rt.EpochSourceKind
+	}
 	if rej.Resource == "" {
 		rej.Resource = a.Resource
 	}
