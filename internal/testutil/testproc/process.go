@@ -2,7 +2,6 @@ package testproc
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -57,9 +56,9 @@ func (p *Process) Signal(sig syscall.Signal) error { return p.cmd.Process.Signal
 // error.
 func (p *Process) WaitReady(timeout, interval time.Duration, ready func() error) error {
 	deadline := time.Now().Add(timeout)
-	last := errors.New("no answer yet")
 	for {
-		if last = ready(); last == nil {
+		last := ready()
+		if last == nil {
 			return nil
 		}
 		select {
