@@ -3,6 +3,7 @@ package config
 import (
 	"strings"
 
+	"github.com/fencegw/fencegw/internal/suggest"
 	"github.com/fencegw/fencegw/tokens/source/kubesource"
 )
 
@@ -34,7 +35,7 @@ func didYouMean(got string, known []string) string {
 	}
 	best, bestD := "", 3
 	for _, k := range known {
-		if d := editDistance(g, k); d < bestD || (strings.HasPrefix(k, g) && len(g) >= 3) {
+		if d := suggest.Distance(g, k); d < bestD || (strings.HasPrefix(k, g) && len(g) >= 3) {
 			best, bestD = k, min(d, bestD)
 		}
 	}
@@ -58,25 +59,4 @@ func kindAlias(name string) string {
 		return "kubernetes"
 	}
 	return ""
-}
-
-// editDistance is the Levenshtein distance between a and b, in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }

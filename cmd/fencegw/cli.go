@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/fencegw/fencegw/internal/suggest"
 )
 
 // The exit codes of every command (docs/cli.md, "Exit codes").
@@ -131,7 +133,7 @@ func suggestFlag(cmd *cobra.Command, name string) string {
 		if f.Hidden {
 			return
 		}
-		d := levenshtein(name, f.Name)
+		d := suggest.Distance(name, f.Name)
 		if strings.HasPrefix(f.Name, name) && d > 0 {
 			d = min(d, cmd.Root().SuggestionsMinimumDistance)
 		}
@@ -140,27 +142,6 @@ func suggestFlag(cmd *cobra.Command, name string) string {
 		}
 	})
 	return best
-}
-
-// levenshtein is the edit distance of a and b, by bytes.
-func levenshtein(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }
 
 // groupRun is the RunE of a command that only groups subcommands (lease,

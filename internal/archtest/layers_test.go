@@ -46,6 +46,8 @@ var layers = []layer{
 	// clients, importing nothing of fencegw.
 	{"wire", []unit{
 		{name: "wire", pkgs: []string{"wire/..."}},
+		// Leaf helpers that import nothing of fencegw.
+		{name: "internal/suggest", pkgs: []string{"internal/suggest"}, only: []string{}},
 	}},
 	// The domain, its stores and epoch sources, their contract suites and
 	// their plumbing (tokens/internal/...).
