@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -48,8 +49,59 @@ func (p *Process) Kill() {
 	<-p.done
 }
 
-// Signal sends sig to the process.
-func (p *Process) Signal(sig syscall.Signal) error { return p.cmd.Process.Signal(sig) }
+// Signal sends sig to the process. For SIGSTOP it returns once every
+// thread of the process has stopped (bounded by 5 s): kill(2) returns
+// before the stop takes effect, and a JVM's threads may still answer a
+// request in between.
+func (p *Process) Signal(sig syscall.Signal) error {
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		return err
+	}
+	if sig == syscall.SIGSTOP {
+		return awaitStopped(p.cmd.Process.Pid, 5*time.Second)
+	}
+	return nil
+}
+
+// awaitStopped polls /proc until every thread of pid is stopped (state T
+// or t), the process is gone, or timeout passes. Where /proc cannot be
+// read it returns at once.
+func awaitStopped(pid int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		stopped, err := allStopped(pid)
+		if err != nil || stopped {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("process %d not stopped %v after SIGSTOP", pid, timeout)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// allStopped reports whether every thread of pid is stopped.
+func allStopped(pid int) (bool, error) {
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
+	if err != nil || len(tasks) == 0 {
+		return false, fmt.Errorf("no /proc tasks for %d", pid)
+	}
+	for _, t := range tasks {
+		b, err := os.ReadFile(t)
+		if err != nil {
+			continue // the thread exited
+		}
+		// The state follows the parenthesised command name.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 || i+2 >= len(b) {
+			return false, fmt.Errorf("%s: no state", t)
+		}
+		if st := b[i+2]; st != 'T' && st != 't' {
+			return false, nil
+		}
+	}
+	return true, nil
+}
 
 // WaitReady calls ready every interval until it returns nil, the process
 // exits, or timeout passes; the error then says which, with ready's last
