@@ -60,15 +60,22 @@ func startSlowLeader(t *testing.T, c *cluster) *slowLeader {
 	return l
 }
 
-// stop ends the process (it may be stopped twice).
+// stop ends the process (it may be stopped twice); a nil l does nothing.
 func (l *slowLeader) stop() {
+	if l == nil {
+		return
+	}
 	l.cmd.Process.Signal(syscall.SIGKILL)
 	<-l.done
 	l.cmd.Wait()
 }
 
-// summary is how many terms it led and its writes by status.
+// summary is how many terms it led and its writes by status; none for a
+// nil l.
 func (l *slowLeader) summary() (terms int, writes map[int]int) {
+	if l == nil {
+		return 0, map[int]int{}
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	w := map[int]int{}
